@@ -1,0 +1,1 @@
+"""The edges for dry-run backtests: replay, paper venue, report."""

@@ -1,0 +1,1 @@
+"""Logic shared by live trading and backtests; imports no I/O library."""

@@ -1,0 +1,62 @@
+"""What a strategy asks for (OrderIntent) and what becomes of it (OrderStatus)."""
+
+from __future__ import annotations
+
+import enum
+from decimal import Decimal
+
+import attrs
+
+from framework.venue.models import MatchType, PositionType
+
+__all__ = ["TERMINAL", "MatchType", "OrderIntent", "OrderStatus", "PositionType"]
+
+
+class OrderStatus(enum.StrEnum):
+    """The life of an intent: PENDING, then ACCEPTED/REJECTED/UNKNOWN, then FILLED or LOST."""
+
+    PENDING = "PENDING"
+    ACCEPTED = "ACCEPTED"
+    REJECTED = "REJECTED"
+    UNKNOWN = "UNKNOWN"
+    FILLED = "FILLED"
+    LOST = "LOST"
+
+
+TERMINAL = frozenset(
+    {OrderStatus.ACCEPTED, OrderStatus.REJECTED, OrderStatus.FILLED, OrderStatus.LOST}
+)
+"""Statuses after which the execution engine never sends the intent again."""
+
+
+def _default_is_market(intent: OrderIntent) -> bool:
+    return intent.price is None
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class OrderIntent:
+    """An order a strategy wants placed; price None with is_market True is a market order."""
+
+    pair: str
+    is_long: bool
+    quantity: Decimal
+    price: Decimal | None = None
+    is_market: bool = attrs.field(default=attrs.Factory(_default_is_market, takes_self=True))
+    lever: int = 1
+    match_type: MatchType = MatchType.GTC
+    position_type: PositionType = PositionType.ISOLATED
+    client_order_id: str | None = None
+    tag: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        q = self.quantity
+        if not isinstance(q, Decimal) or not q.is_finite() or q <= 0:
+            raise ValueError(f"OrderIntent.quantity: expected a positive Decimal, got {q!r}")
+        p = self.price
+        if p is None:
+            if not self.is_market:
+                raise ValueError("OrderIntent.price: a limit order (is_market False) needs a price")
+        elif not isinstance(p, Decimal) or not p.is_finite() or p <= 0:
+            raise ValueError(f"OrderIntent.price: expected a positive Decimal or None, got {p!r}")
+        if type(self.lever) is not int or self.lever < 1:
+            raise ValueError(f"OrderIntent.lever: expected a positive int, got {self.lever!r}")

@@ -1,0 +1,1 @@
+"""The edges for live trading: REST, WebSocket, scheduler, journal, recorder, node."""

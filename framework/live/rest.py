@@ -1,0 +1,161 @@
+"""RestClient: the venue's four REST endpoints over one pooled httpx.AsyncClient.
+
+This is the only place where httpx errors become framework errors:
+
+- connect failures and pool timeouts (no byte reached the venue) -> :class:`SendFailed`;
+- read/write timeouts, resets and protocol errors after sending -> :class:`AmbiguousOutcome`;
+- a body that is not the envelope -> :class:`BadResponse`; an envelope code != 200 -> the
+  matching :class:`VenueError`.
+
+Requests are built and responses parsed by the sans-I/O :mod:`framework.venue.requests`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from framework.venue import models as m
+from framework.venue.codec import DEFAULT_CODEC, Codec
+from framework.venue.errors import AmbiguousOutcome, SendFailed
+from framework.venue.requests import (
+    PreparedRequest,
+    RequestBuilder,
+    parse_response,
+)
+from framework.venue.signing import Signer
+
+__all__ = ["ResponseObserver", "RestClient", "wall_clock_ms"]
+
+log = logging.getLogger("framework.rest")
+
+ResponseObserver = Callable[[str, str, bytes], None]
+"""Called with (path, query without timestamp, raw body) for every answer read."""
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch from the system clock."""
+    return time.time_ns() // 1_000_000
+
+
+def _strip_timestamp(query: str) -> str:
+    return "&".join(p for p in query.split("&") if p and not p.startswith("timestamp="))
+
+
+class RestClient:
+    """Async client of the venue's REST API; use as an async context manager."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        signer: Signer,
+        *,
+        language: str | None = None,
+        timeout: float = 10.0,
+        connect_timeout: float | None = None,
+        max_connections: int = 16,
+        now_ms: Callable[[], int] = wall_clock_ms,
+        codec: Codec = DEFAULT_CODEC,
+        observer: ResponseObserver | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.builder = RequestBuilder(api_key, signer, language=language)
+        self._now_ms = now_ms
+        self._codec = codec
+        self.observer = observer
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout or timeout)
+        self._limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        self._client: httpx.AsyncClient | None = None
+
+    def __repr__(self) -> str:
+        return f"RestClient({self.base_url!r})"
+
+    async def __aenter__(self) -> RestClient:
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, timeout=self._timeout, limits=self._limits
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def send(self, request: PreparedRequest) -> tuple[int, bytes]:
+        """Send a prepared request; returns (status, body) or raises a TransportError."""
+        client = self._client
+        if client is None:
+            raise RuntimeError("RestClient is not open: use 'async with RestClient(...)'")
+        url = self.base_url + request.target
+        try:
+            response = await client.request(
+                request.method, url, content=request.body, headers=request.headers
+            )
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            raise SendFailed(
+                f"{request.path}: could not send ({type(exc).__name__}: {exc})"
+            ) from None
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise AmbiguousOutcome(
+                f"{request.path}: no answer after sending ({type(exc).__name__}: {exc}); "
+                "the venue may have executed it"
+            ) from None
+        body = response.content
+        if self.observer is not None:
+            self.observer(request.path, _strip_timestamp(request.query), body)
+        return response.status_code, body
+
+    async def call(self, request: PreparedRequest) -> Any:
+        """Send and parse: records of the endpoint, or the matching exception."""
+        status, body = await self.send(request)
+        return parse_response(request.path, status, body, self._codec)
+
+    async def batch_create(self, orders: Sequence[m.OrderInput]) -> list[m.OrderResult]:
+        """Create up to 20 orders; more are refused locally with a ParameterError (2001)."""
+        request = self.builder.batch_create(orders, self._now_ms())
+        result: list[m.OrderResult] = await self.call(request)
+        return result
+
+    async def positions(
+        self, pair: str, page_no: int | None = None, page_size: int | None = None
+    ) -> list[m.Position]:
+        """Positions of one pair; page_size above 100 is refused locally."""
+        request = self.builder.positions(pair, self._now_ms(), page_no=page_no, page_size=page_size)
+        result: list[m.Position] = await self.call(request)
+        return result
+
+    async def balance(self, symbol: str) -> m.AccountBalance:
+        """Balance of one settlement coin."""
+        result: m.AccountBalance = await self.call(self.builder.balance(symbol, self._now_ms()))
+        return result
+
+    async def matches(
+        self,
+        pair: str,
+        match_id: int | None = None,
+        page_no: int | None = None,
+        page_size: int | None = None,
+    ) -> list[m.MatchRecord]:
+        """Matched trades of one pair, newest first; match_id is a strict upper bound."""
+        request = self.builder.matches(
+            pair, self._now_ms(), match_id=match_id, page_no=page_no, page_size=page_size
+        )
+        result: list[m.MatchRecord] = await self.call(request)
+        return result

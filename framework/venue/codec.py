@@ -1,0 +1,345 @@
+"""JSON <-> records: decoders and encoders compiled once per record class.
+
+Decoding is total: anything that does not fit raises :class:`DecodeError` naming the record
+and the wire field. Decimals arrive as JSON strings (numbers are tolerated and read through
+their shortest text, never through binary floats), nulls stay ``None``, date-times become
+timezone-aware (the venue's zone is configurable, UTC by default) and unknown keys are kept
+in the record's ``extra``. The fast path is one generated function per record; only a
+failure takes the slow path that finds the field to blame.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, tzinfo
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final, TypeVar
+
+import attrs
+import orjson
+
+from framework.venue import models as m
+from framework.venue.errors import DecodeError
+
+__all__ = [
+    "DEFAULT_CODEC",
+    "Codec",
+    "decode",
+    "decode_frame",
+    "dumps_compact",
+    "encode",
+    "plain_decimal",
+]
+
+R = TypeVar("R")
+Frame = m.PositionPush | m.AccountPush | m.SubscribeAck
+
+_ENUMS: Final[dict[str, type[Any]]] = {
+    "MatchType": m.MatchType,
+    "PositionType": m.PositionType,
+    "ChangeType": m.ChangeType,
+    "Direction": m.Direction,
+}
+
+
+def plain_decimal(value: Decimal) -> str:
+    """Render a Decimal as a plain string: no exponent, no trailing zeros (1E+1 -> '10')."""
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def dumps_compact(obj: Any) -> bytes:
+    """Compact JSON with no spaces, non-ASCII escaped as the venue's public SDK does."""
+    out = orjson.dumps(obj)
+    if out.isascii():
+        return out
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+# Converters: each takes a wire value (never None; None is handled by the caller) and returns
+# the typed value or raises ValueError/TypeError with a reason.
+
+
+def _to_str(v: Any) -> str:
+    if type(v) is str:
+        return v
+    raise TypeError(f"expected a string, got {_describe(v)}")
+
+
+def _to_id(v: Any) -> str:
+    if type(v) is str:
+        return v
+    if type(v) is int:
+        return str(v)
+    raise TypeError(f"expected a string or integer, got {_describe(v)}")
+
+
+def _to_int(v: Any) -> int:
+    if type(v) is int:
+        return v
+    if type(v) is str and v.strip().lstrip("-").isdigit():
+        return int(v)
+    raise TypeError(f"expected an integer, got {_describe(v)}")
+
+
+def _to_bool(v: Any) -> bool:
+    if v is True or v is False:
+        return v
+    raise TypeError(f"expected a boolean, got {_describe(v)}")
+
+
+def _to_dec(v: Any) -> Decimal:
+    t = type(v)
+    if t is str or t is int:
+        try:
+            d = Decimal(v)
+        except InvalidOperation:
+            raise ValueError(f"expected a decimal, got {_describe(v)}") from None
+    elif t is float:
+        d = Decimal(repr(v))
+    else:
+        raise TypeError(f"expected a decimal string, got {_describe(v)}")
+    if not d.is_finite():
+        raise ValueError(f"expected a finite decimal, got {_describe(v)}")
+    return d
+
+
+def _to_raw(v: Any) -> Any:
+    return v
+
+
+def _describe(v: Any) -> str:
+    text = repr(v)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(v).__name__} {text}"
+
+
+def _dt_converter(zone: tzinfo) -> Callable[[Any], datetime]:
+    def to_dt(v: Any) -> datetime:
+        if type(v) is not str:
+            raise TypeError(f"expected a date-time string, got {_describe(v)}")
+        try:
+            value = datetime.fromisoformat(v)
+        except ValueError:
+            raise ValueError(f"expected yyyy-MM-dd HH:mm:ss, got {_describe(v)}") from None
+        return value.replace(tzinfo=zone) if value.tzinfo is None else value
+
+    return to_dt
+
+
+def _enum_converter(enum_type: type[Any]) -> Callable[[Any], Any]:
+    table = {member.value: member for member in enum_type}
+
+    def to_enum(v: Any) -> Any:
+        try:
+            return table[v]
+        except (KeyError, TypeError):
+            allowed = ", ".join(str(k) for k in table)
+            raise ValueError(f"expected one of {allowed}, got {_describe(v)}") from None
+
+    return to_enum
+
+
+@attrs.frozen(slots=True)
+class _WireField:
+    attr: str
+    key: str
+    alias: str | None
+    required: bool
+    convert: Callable[[Any], Any]
+
+
+def _encode_value(v: Any, kind: str, zone: tzinfo) -> Any:
+    if v is None:
+        return None
+    if kind == "dec":
+        return plain_decimal(v)
+    if kind == "dt":
+        return v.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+    if kind in _ENUMS:
+        return v.value
+    return v
+
+
+class Codec:
+    """Compiled decoders and encoders for every record, for one venue time zone."""
+
+    def __init__(self, zone: tzinfo = UTC) -> None:
+        self.zone = zone
+        self._converters: dict[str, Callable[[Any], Any]] = {
+            "str": _to_str,
+            "id": _to_id,
+            "int": _to_int,
+            "bool": _to_bool,
+            "dec": _to_dec,
+            "raw": _to_raw,
+            "dt": _dt_converter(zone),
+        }
+        for name, enum_type in _ENUMS.items():
+            self._converters[name] = _enum_converter(enum_type)
+        self._decoders: dict[type[Any], Callable[..., Any]] = {}
+
+    def decoder(self, cls: type[R]) -> Callable[..., R]:
+        """The decoder of a record class: dict -> record (keyword args fill non-wire fields)."""
+        fn = self._decoders.get(cls)
+        if fn is None:
+            fn = self._decoders[cls] = self._compile(cls)
+        return fn
+
+    def decode(self, cls: type[R], obj: Any) -> R:
+        """Decode one wire object into a record of cls."""
+        return self.decoder(cls)(obj)
+
+    def decode_list(self, cls: type[R], obj: Any) -> list[R]:
+        """Decode a wire array of objects; a non-array is a DecodeError."""
+        if type(obj) is not list:
+            raise DecodeError(cls.__name__, None, f"expected an array, got {_describe(obj)}")
+        fn = self.decoder(cls)
+        return [fn(item) for item in obj]
+
+    def decode_frame(self, obj: Any) -> Frame:
+        """Decode one WebSocket frame (already parsed JSON) into a push or an acknowledgement."""
+        if type(obj) is not dict:
+            raise DecodeError("frame", None, f"expected an object, got {_describe(obj)}")
+        event = obj.get("event")
+        if event == "api_position" or event == "api_account":
+            cls: type[Any] = m.PositionPush if event == "api_position" else m.AccountPush
+            success = obj.get("success", True)
+            if success is not True and success is not False:
+                raise DecodeError(cls.__name__, "success", f"expected a boolean, got {success!r}")
+            return self.decoder(cls)(obj.get("data"), success=success)  # type: ignore[no-any-return]
+        if type(event) is str and event.endswith("_res"):
+            return self.decoder(m.SubscribeAck)(obj)
+        raise DecodeError("frame", "event", f"unknown event {_describe(event)}")
+
+    def encode(self, record: Any, *, omit_none: bool = False) -> dict[str, Any]:
+        """A record as its wire object, keys in declaration order, extra keys kept at the end."""
+        out: dict[str, Any] = {}
+        for f in attrs.fields(type(record)):
+            if "wire" not in f.metadata:
+                continue
+            value = getattr(record, f.name)
+            if value is None and omit_none:
+                continue
+            out[f.metadata["wire"]] = _encode_value(value, f.metadata["kind"], self.zone)
+        extra = getattr(record, "extra", None)
+        if extra:
+            for k, v in extra.items():
+                out.setdefault(k, v)
+        return out
+
+    def _fields(self, cls: type[Any]) -> list[_WireField]:
+        return [
+            _WireField(
+                f.name,
+                f.metadata["wire"],
+                f.metadata.get("alias"),
+                f.metadata["required"],
+                self._converters[f.metadata["kind"]],
+            )
+            for f in attrs.fields(cls)
+            if "wire" in f.metadata
+        ]
+
+    def _compile(self, cls: type[Any]) -> Callable[..., Any]:
+        fields = self._fields(cls)
+        params = [f for f in attrs.fields(cls) if "wire" not in f.metadata and f.name != "extra"]
+        known = frozenset(
+            [f.key for f in fields] + [f.alias for f in fields if f.alias is not None]
+        )
+        ns: dict[str, Any] = {"cls": cls, "known": known, "slow": self._slow_path}
+        args = []
+        for i, f in enumerate(fields):
+            ns[f"c{i}"] = f.convert
+            if f.alias is not None:
+                get = f"(d[{f.key!r}] if {f.key!r} in d else d.get({f.alias!r}))"
+            else:
+                get = f"d.get({f.key!r})"
+            if f.required:
+                args.append(f"{f.attr}=c{i}({get})")
+            else:
+                args.append(f"{f.attr}=(None if (v := {get}) is None else c{i}(v))")
+        sig = "".join(f", {p.name}={p.name}_default" for p in params)
+        for p in params:
+            ns[f"{p.name}_default"] = p.default
+        args.extend(f"{p.name}={p.name}" for p in params)
+        src = (
+            f"def decode_{cls.__name__}(d{sig}):\n"
+            "    if type(d) is not dict:\n"
+            "        return slow(cls, d)\n"
+            "    try:\n"
+            f"        rec = cls({', '.join(args)}, extra=(EMPTY if known.issuperset(d) else"
+            " {k: x for k, x in d.items() if k not in known}))\n"
+            "    except Exception:\n"
+            "        return slow(cls, d)\n"
+            "    return rec\n"
+        )
+        ns["EMPTY"] = m._EMPTY
+        exec(compile(src, f"<codec {cls.__name__}>", "exec"), ns)
+        fn: Callable[..., Any] = ns[f"decode_{cls.__name__}"]
+        fn.__doc__ = f"Decode a {cls.__name__} from its wire object."
+        return fn
+
+    def _slow_path(self, cls: type[Any], d: Any) -> Any:
+        name = cls.__name__
+        if type(d) is not dict:
+            raise DecodeError(name, None, f"expected an object, got {_describe(d)}")
+        for f in self._fields(cls):
+            value = d.get(f.key)
+            if value is None and f.alias is not None:
+                value = d.get(f.alias)
+            if value is None:
+                if f.required:
+                    raise DecodeError(name, f.key, "required field is missing or null")
+                continue
+            try:
+                f.convert(value)
+            except (TypeError, ValueError, ArithmeticError) as exc:
+                raise DecodeError(name, f.key, str(exc)) from None
+        raise DecodeError(name, None, "does not fit the record")
+
+
+DEFAULT_CODEC: Final = Codec()
+"""The codec for a venue that writes date-times in UTC."""
+
+
+def decode(cls: type[R], obj: Any) -> R:
+    """Decode one wire object with the default codec."""
+    return DEFAULT_CODEC.decode(cls, obj)
+
+
+def decode_frame(obj: Any) -> Frame:
+    """Decode one WebSocket frame with the default codec."""
+    return DEFAULT_CODEC.decode_frame(obj)
+
+
+def encode(record: Any, *, omit_none: bool = False) -> dict[str, Any]:
+    """Encode one record with the default codec."""
+    return DEFAULT_CODEC.encode(record, omit_none=omit_none)
+
+
+def encode_orders(orders: Sequence[m.OrderInput]) -> list[dict[str, Any]]:
+    """Order inputs as wire objects in the SDK's key order, price left out when None."""
+    out = []
+    for o in orders:
+        item: dict[str, Any] = {
+            "clientOrderId": o.client_order_id,
+            "isLong": o.is_long,
+            "isMarket": o.is_market,
+            "lever": o.lever,
+            "matchType": int(o.match_type),
+            "pairName": o.pair_name,
+            "positionType": int(o.position_type),
+        }
+        if o.price is not None:
+            item["price"] = plain_decimal(o.price)
+        item["quantity"] = plain_decimal(o.quantity)
+        out.append(item)
+    return out
+
+
+_ = Mapping  # re-exported type used in annotations of callers

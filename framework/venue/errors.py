@@ -1,0 +1,256 @@
+"""The exception tree of the framework and the venue's error-code table (SPEC section 7).
+
+::
+
+    FrameworkError                     anything this framework raises on purpose
+    ├── VenueError                     the venue answered with code != 200 (or HTTP 401/403/404)
+    │   ├── ParameterError             2001, 2002, 2310, 2312            family "parameter"
+    │   ├── BalanceError               2102, 2122, 2123, 2124, 2201      family "balance"
+    │   ├── LimitError                 2301-2306, 2317                   family "limit"
+    │   ├── HaltedError                2307, 2316                        family "halted"
+    │   ├── UnsupportedError           2318, 2325, 2330                  family "unsupported"
+    │   ├── BusyError                  2329, 2331 (retryable)            family "busy"
+    │   ├── AddressError               4001                              family "address"
+    │   └── AuthError                  HTTP/code 401, 403                family "auth"
+    ├── TransportError                 no venue answer was read
+    │   ├── SendFailed                 failed before any byte reached the venue: safe to retry
+    │   ├── AmbiguousOutcome           may have reached the venue: never blindly retry
+    │   └── BadResponse                an answer that is not the envelope (HTTP error, not JSON)
+    ├── DecodeError                    a payload that does not fit its record (names record, field)
+    └── ConfigError                    a configuration that cannot run (names path and line)
+
+A venue refusal of one order inside a batch is not an exception: the execution engine turns
+it into an OrderUpdate REJECTED event. Only whole-call failures are raised.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import attrs
+
+__all__ = [
+    "CODES",
+    "AddressError",
+    "AmbiguousOutcome",
+    "AuthError",
+    "BadResponse",
+    "BalanceError",
+    "BusyError",
+    "CodeInfo",
+    "ConfigError",
+    "DecodeError",
+    "FrameworkError",
+    "HaltedError",
+    "LimitError",
+    "ParameterError",
+    "SendFailed",
+    "TransportError",
+    "UnsupportedError",
+    "VenueError",
+    "error_for",
+    "render_message",
+]
+
+
+class FrameworkError(Exception):
+    """Root of every exception the framework raises on purpose."""
+
+
+class VenueError(FrameworkError):
+    """The venue refused a call: envelope code other than 200, or an auth status."""
+
+    family: str = "unknown"
+
+    def __init__(
+        self,
+        code: int,
+        msg: str,
+        *,
+        http_status: int | None = None,
+        sid: str | None = None,
+    ) -> None:
+        self.code = code
+        self.msg = msg
+        self.http_status = http_status
+        self.sid = sid
+        super().__init__(f"venue error {code}: {msg}" + (f" (sid {sid})" if sid else ""))
+
+    @property
+    def retryable(self) -> bool:
+        """True only where the venue surely did not execute the order (e.g. 2329)."""
+        info = CODES.get(self.code)
+        return info.retryable if info is not None else False
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_venue_error, (type(self), self.code, self.msg, self.http_status, self.sid))
+
+
+def _rebuild_venue_error(
+    cls: type[VenueError], code: int, msg: str, http_status: int | None, sid: str | None
+) -> VenueError:
+    return cls(code, msg, http_status=http_status, sid=sid)
+
+
+class ParameterError(VenueError):
+    """An illegal, missing or badly scaled parameter (2001, 2002, 2310, 2312)."""
+
+    family = "parameter"
+
+
+class BalanceError(VenueError):
+    """Not enough balance or a hot-account failure (2102, 2122-2124, 2201)."""
+
+    family = "balance"
+
+
+class LimitError(VenueError):
+    """Quantity, leverage or position bounds (2301-2306, 2317)."""
+
+    family = "limit"
+
+
+class HaltedError(VenueError):
+    """The contract does not trade now (2307, 2316)."""
+
+    family = "halted"
+
+
+class UnsupportedError(VenueError):
+    """An order the account or pair cannot take (2318, 2325, 2330)."""
+
+    family = "unsupported"
+
+
+class BusyError(VenueError):
+    """The venue is busy or updating; the order surely was not executed (2329, 2331)."""
+
+    family = "busy"
+
+
+class AddressError(VenueError):
+    """Invalid address (4001)."""
+
+    family = "address"
+
+
+class AuthError(VenueError):
+    """Missing or unknown API key, or a signature that does not verify (401, 403)."""
+
+    family = "auth"
+
+
+class TransportError(FrameworkError):
+    """No venue answer could be read."""
+
+
+class SendFailed(TransportError):
+    """The request failed before any byte reached the venue; resending is safe."""
+
+
+class AmbiguousOutcome(TransportError):
+    """The request may have reached the venue (timeout or reset after sending)."""
+
+
+class BadResponse(TransportError):
+    """An answer that is not the venue's envelope: HTTP error or a body that is not JSON."""
+
+    def __init__(self, message: str, *, http_status: int | None = None, excerpt: str = "") -> None:
+        self.http_status = http_status
+        self.excerpt = excerpt
+        super().__init__(message)
+
+
+class DecodeError(FrameworkError, ValueError):
+    """A payload that does not fit its record; names the record and the field."""
+
+    def __init__(self, record: str, field: str | None, reason: str) -> None:
+        self.record = record
+        self.field = field
+        self.reason = reason
+        where = f"{record}.{field}" if field else record
+        super().__init__(f"cannot decode {where}: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (DecodeError, (self.record, self.field, self.reason))
+
+
+class ConfigError(FrameworkError):
+    """A configuration that cannot run; the message names the path and line."""
+
+
+@attrs.frozen(slots=True)
+class CodeInfo:
+    """One row of SPEC section 7: message template, family and whether a retry is safe."""
+
+    code: int
+    template: str
+    family: str
+    retryable: bool
+    error_class: type[VenueError]
+
+
+def _row(code: int, template: str, cls: type[VenueError], retryable: bool = False) -> CodeInfo:
+    return CodeInfo(code, template, cls.family, retryable, cls)
+
+
+CODES: Final[dict[int, CodeInfo]] = {
+    info.code: info
+    for info in (
+        _row(2001, "Illegal parameter:{param0}", ParameterError),
+        _row(2002, "Required parameter:{param0}", ParameterError),
+        _row(2102, "Insufficient balance:{param0}", BalanceError),
+        _row(2122, "No hot assets have been frozen", BalanceError),
+        _row(2123, "The amount to be frozen must be greater than 0", BalanceError),
+        _row(2124, "Failed to process hot account", BalanceError),
+        _row(2201, "Insufficient balance available", BalanceError),
+        _row(2301, "Quantity cannot be less than {param0}", LimitError),
+        _row(2302, "Quantity cannot be greater than {param0}", LimitError),
+        _row(2303, "Lever cannot be less than {param0}", LimitError),
+        _row(2304, "Lever cannot be greater than {param0}", LimitError),
+        _row(2305, "The quantity of one-way positions cannot be greater than {param0}", LimitError),
+        _row(
+            2306,
+            "Total quantity of this contract positions cannot be greater than {param0}",
+            LimitError,
+        ),
+        _row(2307, "Contract stops trading", HaltedError),
+        _row(2310, "The position margin mode is invalid, please try again.", ParameterError),
+        _row(2312, "Decimal places out of limit", ParameterError),
+        _row(2316, "10 minutes before delivery:Stop Open/Undo", HaltedError),
+        _row(2317, "Order too small", LimitError),
+        _row(2318, "The hot account not support reverse position order!", UnsupportedError),
+        _row(2325, "Position type not supported,Supported types are{0}", UnsupportedError),
+        _row(2329, "The server is updating, please wait a moment...", BusyError, retryable=True),
+        _row(2330, "No settlement coin found", UnsupportedError),
+        _row(2331, "Market predict price was not obtained", BusyError, retryable=True),
+        _row(4001, "Invalid address", AddressError),
+    )
+}
+"""Every code of SPEC section 7 with its message template, family and retry safety."""
+
+_PLACEHOLDER = re.compile(r"\{(param0|0)\}")
+
+
+def render_message(code: int, *params: object) -> str:
+    """Fill a code's template: {param0} and {0} take the first parameter."""
+    info = CODES.get(code)
+    if info is None:
+        return str(params[0]) if params else f"error {code}"
+    value = str(params[0]) if params else ""
+    return _PLACEHOLDER.sub(lambda _m: value, info.template)
+
+
+def error_for(
+    code: int, msg: str, *, http_status: int | None = None, sid: str | None = None
+) -> VenueError:
+    """The VenueError subclass for a code; unknown codes still give a VenueError."""
+    info = CODES.get(code)
+    if info is not None:
+        cls: type[VenueError] = info.error_class
+    elif code in (401, 403) or http_status in (401, 403):
+        cls = AuthError
+    else:
+        cls = VenueError
+    return cls(code, msg, http_status=http_status, sid=sid)

@@ -1,0 +1,253 @@
+"""Sans-I/O request building and response parsing for the four endpoints (SPEC 4, 5).
+
+A :class:`RequestBuilder` turns typed arguments and a timestamp passed in into a
+:class:`PreparedRequest` (method, path, query, body bytes, headers) that any transport sends
+as it is. The text it signs is exactly what goes on the wire: the compact JSON body for
+batchCreate, and for the query-string endpoints the ``name=value`` pairs joined with ``&``,
+names ascending, unset optional parameters left out (signed before percent-encoding, as the
+venue's public SDK does). :func:`parse_response` turns a status and body into records or the
+matching exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+from urllib.parse import quote
+
+import attrs
+import orjson
+
+from framework.venue import models as m
+from framework.venue.codec import DEFAULT_CODEC, Codec, dumps_compact, encode_orders
+from framework.venue.errors import BadResponse, DecodeError, ParameterError, error_for
+from framework.venue.signing import Signer
+
+__all__ = [
+    "BALANCE_PATH",
+    "BATCH_CREATE_PATH",
+    "MATCHES_PATH",
+    "MAX_BATCH",
+    "MAX_PAGE_SIZE",
+    "POSITIONS_PATH",
+    "PreparedRequest",
+    "RequestBuilder",
+    "excerpt",
+    "parse_envelope",
+    "parse_response",
+]
+
+BATCH_CREATE_PATH: Final = "/api/third/hot/order/batchCreate"
+POSITIONS_PATH: Final = "/api/third/hot/order/selectContractPositionList"
+BALANCE_PATH: Final = "/api/third/hot/order/balance"
+MATCHES_PATH: Final = "/api/third/order/selectContractMatchPairList"
+MAX_BATCH: Final = 20
+MAX_PAGE_SIZE: Final = 100
+LANGUAGES: Final = ("zh-CN", "en-US")
+
+
+@attrs.frozen(slots=True)
+class PreparedRequest:
+    """One request ready for the wire; signed_text is what the signature covers."""
+
+    method: str
+    path: str
+    query: str
+    body: bytes
+    headers: dict[str, str] = attrs.field(repr=False)
+    signed_text: str = attrs.field(repr=False)
+
+    @property
+    def target(self) -> str:
+        """Path plus query string, as it goes on the request line."""
+        return f"{self.path}?{self.query}" if self.query else self.path
+
+
+def _check_page(name: str, value: int | None, limit: int | None) -> None:
+    if value is None:
+        return
+    if type(value) is not int or value < 1 or (limit is not None and value > limit):
+        bound = f"an integer from 1 to {limit}" if limit else "a positive integer"
+        raise ParameterError(2001, f"Illegal parameter:{name} (got {value!r}, expected {bound})")
+
+
+class RequestBuilder:
+    """Builds signed requests for one API key; pure: the timestamp is passed in."""
+
+    __slots__ = ("_api_key", "_base_headers", "_query_content_type", "_signer", "sign_type")
+
+    def __init__(
+        self,
+        api_key: str,
+        signer: Signer,
+        *,
+        language: str | None = None,
+        query_content_type: str = "text/plain",
+    ) -> None:
+        if language is not None and language not in LANGUAGES:
+            raise ValueError(f"language: expected one of {', '.join(LANGUAGES)}, got {language!r}")
+        self._api_key = api_key
+        self._signer = signer
+        self.sign_type = signer.sign_type
+        self._query_content_type = query_content_type
+        base = {"APIKEY": api_key, "X-SAPI-SIGN-TYPE": str(signer.sign_type)}
+        if language is not None:
+            base["Accept-Language"] = language
+        self._base_headers = base
+
+    def __repr__(self) -> str:
+        return f"RequestBuilder(sign_type={self.sign_type})"
+
+    def _headers(self, signature: str, content_type: str) -> dict[str, str]:
+        headers = dict(self._base_headers)
+        headers["signature"] = signature
+        headers["Content-Type"] = content_type
+        return headers
+
+    def batch_create(self, orders: Sequence[m.OrderInput], timestamp_ms: int) -> PreparedRequest:
+        """POST batchCreate: at most 20 orders; the compact body is the signed text."""
+        if not orders:
+            raise ParameterError(2002, "Required parameter:orders")
+        if len(orders) > MAX_BATCH:
+            raise ParameterError(
+                2001, f"Illegal parameter:orders ({len(orders)} orders, at most {MAX_BATCH})"
+            )
+        body = dumps_compact({"orders": encode_orders(orders), "timestamp": str(timestamp_ms)})
+        text = body.decode("ascii")
+        return PreparedRequest(
+            "POST",
+            BATCH_CREATE_PATH,
+            "",
+            body,
+            self._headers(self._signer.sign(text), "application/json"),
+            text,
+        )
+
+    def _query_request(self, path: str, params: dict[str, Any]) -> PreparedRequest:
+        items = sorted((k, str(v)) for k, v in params.items() if v is not None)
+        text = "&".join(f"{k}={v}" for k, v in items)
+        sent = "&".join(f"{k}={quote(v, safe='-_.~')}" for k, v in items)
+        return PreparedRequest(
+            "POST",
+            path,
+            sent,
+            b"",
+            self._headers(self._signer.sign(text), self._query_content_type),
+            text,
+        )
+
+    def positions(
+        self,
+        pair: str,
+        timestamp_ms: int,
+        *,
+        page_no: int | None = None,
+        page_size: int | None = None,
+    ) -> PreparedRequest:
+        """POST selectContractPositionList; pageSize above 100 is refused locally (2001)."""
+        _check_page("pageNo", page_no, None)
+        _check_page("pageSize", page_size, MAX_PAGE_SIZE)
+        params = {"pairName": pair, "pageNo": page_no, "pageSize": page_size}
+        params["timestamp"] = timestamp_ms
+        return self._query_request(POSITIONS_PATH, params)
+
+    def balance(self, symbol: str, timestamp_ms: int) -> PreparedRequest:
+        """POST balance of one settlement coin."""
+        return self._query_request(BALANCE_PATH, {"symbol": symbol, "timestamp": timestamp_ms})
+
+    def matches(
+        self,
+        pair: str,
+        timestamp_ms: int,
+        *,
+        match_id: int | None = None,
+        page_no: int | None = None,
+        page_size: int | None = None,
+    ) -> PreparedRequest:
+        """POST selectContractMatchPairList; matchId is a strict upper bound when given."""
+        _check_page("pageNo", page_no, None)
+        _check_page("pageSize", page_size, None)
+        params: dict[str, Any] = {
+            "matchId": match_id,
+            "pageNo": page_no,
+            "pageSize": page_size,
+            "pairName": pair,
+            "timestamp": timestamp_ms,
+        }
+        return self._query_request(MATCHES_PATH, params)
+
+    def subscribe(
+        self, event: str, timestamp_ms: int, *, pair: str | None = None, symbol: str | None = None
+    ) -> dict[str, Any]:
+        """A signed WebSocket subscribe message; the signed text is the timestamp's string."""
+        if event == "api_position" and not pair:
+            raise ValueError("subscribe api_position needs a pair")
+        if event == "api_account" and not symbol:
+            raise ValueError("subscribe api_account needs a symbol")
+        message: dict[str, Any] = {"method": "SUBSCRIBE", "event": event}
+        if pair is not None:
+            message["pair"] = pair
+        if symbol is not None:
+            message["symbol"] = symbol
+        message["apiKey"] = self._api_key
+        message["signType"] = str(self.sign_type)
+        message["signature"] = self._signer.sign(str(timestamp_ms))
+        message["timestamp"] = timestamp_ms
+        return message
+
+
+def excerpt(body: bytes | str, limit: int = 200) -> str:
+    """A bounded, printable excerpt of a body for error messages and logs."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    text = text.replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def parse_envelope(status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> m.Envelope:
+    """Read the envelope of an answer; raise VenueError for code != 200, BadResponse if none."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise BadResponse(
+            f"HTTP {status}: body is not JSON: {excerpt(body)!r}",
+            http_status=status,
+            excerpt=excerpt(body),
+        ) from None
+    if type(obj) is not dict or "code" not in obj:
+        raise BadResponse(
+            f"HTTP {status}: body is not the venue's envelope: {excerpt(body)!r}",
+            http_status=status,
+            excerpt=excerpt(body),
+        )
+    try:
+        env = codec.decode(m.Envelope, obj)
+    except DecodeError as exc:
+        raise BadResponse(
+            f"HTTP {status}: malformed envelope ({exc}): {excerpt(body)!r}",
+            http_status=status,
+            excerpt=excerpt(body),
+        ) from None
+    if env.code != 200 or env.error:
+        raise error_for(env.code, env.msg or "", http_status=status, sid=env.sid)
+    if status >= 300:
+        raise BadResponse(
+            f"HTTP {status} with a success envelope: {excerpt(body)!r}",
+            http_status=status,
+            excerpt=excerpt(body),
+        )
+    return env
+
+
+def parse_response(path: str, status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> Any:
+    """Records of an endpoint's answer: list of OrderResult/Position/MatchRecord or a balance."""
+    env = parse_envelope(status, body, codec)
+    data = env.data
+    if path == BATCH_CREATE_PATH:
+        return codec.decode_list(m.OrderResult, [] if data is None else data)
+    if path == POSITIONS_PATH:
+        return codec.decode_list(m.Position, [] if data is None else data)
+    if path == MATCHES_PATH:
+        return codec.decode_list(m.MatchRecord, [] if data is None else data)
+    if path == BALANCE_PATH:
+        return codec.decode(m.AccountBalance, data)
+    raise ValueError(f"unknown endpoint path {path!r}")

@@ -1,0 +1,1 @@
+"""Example strategies, each a framework.Strategy subclass."""
