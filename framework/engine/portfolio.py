@@ -1,0 +1,241 @@
+"""Positions and balances kept current from pushes and REST snapshots (with the logId rule).
+
+Balances are versioned by the venue's ``logId`` (VENUE-FACTS: a smaller logId is an older
+balance): an account push whose logId is below the newest seen for its coin is dropped and
+counted as stale, one equal to it is a repeat and dropped too (counted apart). A REST balance
+snapshot has no logId, so it may only replace what is known when no push arrived for that coin
+while the snapshot was being fetched (see :meth:`Portfolio.account_mark`).
+
+Positions carry no version: a push replaces what is known of its position and a REST snapshot
+replaces a pair's positions wholesale. (Duplicate deliveries of a position push are dropped by
+the stream, which can tell them apart from a repeat that follows a lost push.)
+
+:func:`push_router` is what a stream's ``on_frame`` is: it applies a push here and publishes
+the event only when the push was not dropped, so strategies never see a balance go back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+
+import attrs
+
+from framework.engine.events import AccountChanged, Event, PositionChanged
+from framework.venue.models import (
+    AccountBalance,
+    AccountPush,
+    ChangeType,
+    Direction,
+    Position,
+    PositionPush,
+)
+
+__all__ = ["Balance", "Portfolio", "PositionState", "push_router"]
+
+_ZERO = Decimal(0)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class PositionState:
+    """What is known of one position; quantity is unsigned, is_long gives the side."""
+
+    pair: str
+    position_id: int | None
+    is_long: bool | None
+    quantity: Decimal
+    opening_price: Decimal | None = None
+    margin_amount: Decimal | None = None
+    position_type: int | None = None
+    from_snapshot: bool = False
+
+    @property
+    def signed_quantity(self) -> Decimal:
+        """Quantity with the side as its sign: long positive, short negative."""
+        return -self.quantity if self.is_long is False else self.quantity
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Balance:
+    """What is known of one settlement coin; log_id None when only a snapshot was seen."""
+
+    coin: str
+    available_amount: Decimal | None
+    frozen_amount: Decimal | None
+    log_id: int | None = None
+    from_snapshot: bool = False
+
+
+def _position_of_push(push: PositionPush) -> PositionState:
+    return PositionState(
+        pair=push.symbol,
+        position_id=push.position_id,
+        is_long=None if push.direction is None else push.direction is Direction.LONG,
+        quantity=push.current_quantity if push.current_quantity is not None else _ZERO,
+        opening_price=push.opening_price,
+        margin_amount=push.margin_amount,
+        position_type=push.position_type,
+    )
+
+
+def _position_of_snapshot(pair: str, p: Position) -> PositionState:
+    return PositionState(
+        pair=p.symbol or pair,
+        position_id=p.id,
+        is_long=p.is_long,
+        quantity=p.quantity if p.quantity is not None else _ZERO,
+        opening_price=p.opening_price,
+        margin_amount=p.margin_amount,
+        position_type=p.position_type,
+        from_snapshot=True,
+    )
+
+
+@attrs.define
+class Portfolio:
+    """Positions per pair and balances per coin, as pushes and snapshots tell them."""
+
+    _positions: dict[str, dict[int | None, PositionState]] = attrs.field(factory=dict, init=False)
+    _balances: dict[str, Balance] = attrs.field(factory=dict, init=False)
+    _log_ids: dict[str, int] = attrs.field(factory=dict, init=False)
+    _marks: dict[str, int] = attrs.field(factory=dict, init=False)
+    stale_account_pushes: int = attrs.field(default=0, init=False)
+    duplicate_account_pushes: int = attrs.field(default=0, init=False)
+    snapshots_ignored: int = attrs.field(default=0, init=False)
+
+    # ---- positions
+
+    def apply_position_push(self, push: PositionPush) -> None:
+        """Apply an api_position push: its current quantity replaces what was known."""
+        pair = self._positions.setdefault(push.symbol, {})
+        closed = push.change_type in (ChangeType.CLOSE, ChangeType.LIQUIDATE)
+        if push.current_quantity == _ZERO or (closed and push.current_quantity is None):
+            pair.pop(push.position_id, None)
+        else:
+            pair[push.position_id] = _position_of_push(push)
+
+    def apply_positions(self, pair: str, positions: Iterable[Position]) -> bool:
+        """Replace the positions of pair by a REST snapshot; True when anything changed."""
+        fresh: dict[int | None, PositionState] = {
+            p.id: _position_of_snapshot(pair, p)
+            for p in positions
+            if p.quantity is None or p.quantity != _ZERO
+        }
+        old = self._positions.get(pair, {})
+        self._positions[pair] = fresh
+        return _view(old) != _view(fresh)
+
+    def positions(self, pair: str) -> tuple[PositionState, ...]:
+        """The open positions of pair (one-way mode: usually zero or one)."""
+        return tuple(self._positions.get(pair, {}).values())
+
+    def net_quantity(self, pair: str) -> Decimal:
+        """The signed quantity held on pair: long positive, short negative, flat zero."""
+        return sum((p.signed_quantity for p in self._positions.get(pair, {}).values()), _ZERO)
+
+    def pairs(self) -> tuple[str, ...]:
+        """The pairs with at least one open position."""
+        return tuple(p for p, ps in self._positions.items() if ps)
+
+    # ---- balances
+
+    def apply_account_push(self, push: AccountPush) -> bool:
+        """Apply an api_account push; False (dropped, counted) when its logId is not newer."""
+        coin = push.symbol
+        newest = self._log_ids.get(coin)
+        if newest is not None and push.log_id <= newest:
+            if push.log_id < newest:
+                self.stale_account_pushes += 1
+            else:
+                self.duplicate_account_pushes += 1
+            return False
+        self._log_ids[coin] = push.log_id
+        self._marks[coin] = self._marks.get(coin, 0) + 1
+        self._balances[coin] = Balance(
+            coin=coin,
+            available_amount=push.available_amount,
+            frozen_amount=push.frozen_amount,
+            log_id=push.log_id,
+        )
+        return True
+
+    def account_mark(self, coin: str) -> int:
+        """A token to take before fetching a balance snapshot; see apply_balance."""
+        return self._marks.get(coin, 0)
+
+    def apply_balance(
+        self, balance: AccountBalance, *, coin: str | None = None, mark: int | None = None
+    ) -> bool:
+        """Apply a REST balance unless a push (newer) arrived since mark; True when applied.
+
+        Without a mark the snapshot is applied only if no push was ever seen for the coin.
+        """
+        symbol = balance.symbol or coin
+        if symbol is None:
+            raise ValueError("apply_balance: the balance names no coin; pass coin=")
+        seen = self._marks.get(symbol, 0)
+        if (mark is None and seen) or (mark is not None and seen != mark):
+            self.snapshots_ignored += 1
+            return False
+        old = self._balances.get(symbol)
+        self._balances[symbol] = Balance(
+            coin=symbol,
+            available_amount=balance.available_amount,
+            frozen_amount=balance.frozen_amount,
+            log_id=self._log_ids.get(symbol),
+            from_snapshot=True,
+        )
+        return old is None or (old.available_amount, old.frozen_amount) != (
+            balance.available_amount,
+            balance.frozen_amount,
+        )
+
+    def balance(self, coin: str) -> Balance | None:
+        """What is known of coin's balance, or None."""
+        return self._balances.get(coin)
+
+    def available(self, coin: str) -> Decimal | None:
+        """The available amount of coin, or None when unknown."""
+        b = self._balances.get(coin)
+        return None if b is None else b.available_amount
+
+    def log_id(self, coin: str) -> int | None:
+        """The newest logId accepted for coin."""
+        return self._log_ids.get(coin)
+
+    def seed_log_ids(self, log_ids: Mapping[str, int]) -> None:
+        """Start from logIds persisted by an earlier run, so older pushes stay dropped."""
+        for coin, log_id in log_ids.items():
+            if log_id > self._log_ids.get(coin, -1):
+                self._log_ids[coin] = log_id
+
+    def counters(self) -> dict[str, int]:
+        """Drop counters for metrics and the summary line."""
+        return {
+            "stale_account_pushes": self.stale_account_pushes,
+            "duplicate_account_pushes": self.duplicate_account_pushes,
+            "balance_snapshots_ignored": self.snapshots_ignored,
+        }
+
+
+def _view(
+    positions: Mapping[int | None, PositionState],
+) -> dict[int | None, tuple[bool | None, Decimal]]:
+    return {k: (p.is_long, p.quantity) for k, p in positions.items()}
+
+
+def push_router(
+    portfolio: Portfolio, publish: Callable[[Event], None]
+) -> Callable[[PositionPush | AccountPush], None]:
+    """A stream's on_frame: apply each push to portfolio, publish it unless it was dropped."""
+    apply_position = portfolio.apply_position_push
+    apply_account = portfolio.apply_account_push
+
+    def on_frame(push: PositionPush | AccountPush) -> None:
+        if isinstance(push, PositionPush):
+            apply_position(push)
+            publish(PositionChanged(push))
+        elif apply_account(push):
+            publish(AccountChanged(push))
+
+    return on_frame

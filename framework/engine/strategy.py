@@ -1,0 +1,308 @@
+"""Strategy plugins: the base class users subclass, how they are loaded and wired to the bus.
+
+A strategy overrides any of the plain (not async) hooks ``on_start``, ``on_position``,
+``on_account``, ``on_match``, ``on_order``, ``on_timer`` and ``on_stop``; it acts through
+``submit``/``submit_many`` and reads ``params``, ``portfolio``, ``now()`` and ``log``. What it
+touches outside itself goes through a :class:`StrategyContext` the runtime provides (live
+node or backtest), so the same class runs in both.
+
+Dispatch rule (:func:`attach`): position pushes and matches reach the strategies trading
+their pair; account pushes reach every strategy; an OrderUpdate or Timer reaches only the
+strategy named in it; a match's ``client_order_id`` is kept only for the strategy that owns
+the order and is None for the others. Hooks a subclass does not override are not subscribed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import attrs
+
+from framework.engine.bus import Bus
+from framework.engine.clock import Clock
+from framework.engine.events import (
+    AccountChanged,
+    MatchFilled,
+    OrderUpdate,
+    PositionChanged,
+    Started,
+    Stopping,
+    Timer,
+)
+from framework.engine.intents import OrderIntent
+from framework.engine.portfolio import Portfolio
+from framework.venue.errors import ConfigError
+from framework.venue.models import AccountPush, MatchRecord, PositionPush
+
+__all__ = [
+    "BasicContext",
+    "Strategy",
+    "StrategyContext",
+    "StrategyLoadError",
+    "attach",
+    "load_strategy",
+]
+
+
+class StrategyContext(Protocol):
+    """What the runtime (live node or backtest) gives strategies."""
+
+    @property
+    def portfolio(self) -> Portfolio:
+        """The shared portfolio, kept current from pushes and snapshots."""
+        ...
+
+    def submit(self, strategy: str, intent: OrderIntent) -> str:
+        """Queue intent for strategy (the execution engine's submit); returns its client id."""
+        ...
+
+    def now(self) -> datetime:
+        """The current time (wall clock live, virtual time in a backtest)."""
+        ...
+
+    def schedule(self, strategy: str, name: str, every_s: float) -> None:
+        """Publish Timer(name, strategy) every every_s seconds."""
+        ...
+
+
+@attrs.define
+class BasicContext:
+    """A StrategyContext from plain parts: a portfolio, a clock and two callables."""
+
+    portfolio: Portfolio
+    clock: Clock
+    submitter: Callable[[str, OrderIntent], str]
+    scheduler: Callable[[str, str, float], None] | None = None
+
+    def submit(self, strategy: str, intent: OrderIntent) -> str:
+        """Delegate to submitter(strategy, intent)."""
+        return self.submitter(strategy, intent)
+
+    def now(self) -> datetime:
+        """The clock's current time."""
+        return self.clock.now()
+
+    def schedule(self, strategy: str, name: str, every_s: float) -> None:
+        """Delegate to scheduler(strategy, name, every_s); an error when there is none."""
+        if self.scheduler is None:
+            raise RuntimeError("this runtime has no timer scheduler")
+        self.scheduler(strategy, name, every_s)
+
+
+class StrategyLoadError(ConfigError):
+    """A 'module:Class' that does not name a loadable Strategy subclass."""
+
+
+class Strategy:
+    """Base class of trading strategies; override the hooks you need (all optional)."""
+
+    def __init__(
+        self,
+        name: str,
+        context: StrategyContext,
+        params: Mapping[str, Any] | None = None,
+        *,
+        pairs: Iterable[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.params: dict[str, Any] = dict(params or {})
+        self._context = context
+        self.log = logging.getLogger(f"strategy.{name}")
+        self.pairs: frozenset[str] | None = (
+            frozenset(pairs) if pairs is not None else _pairs_from_params(self.params)
+        )
+        self.stopped = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    # ---- hooks (plain methods; the base versions do nothing)
+
+    def on_start(self) -> None:
+        """The node has started: set up state, schedule timers."""
+
+    def on_position(self, push: PositionPush) -> None:
+        """A position of a traded pair changed (api_position push)."""
+
+    def on_account(self, push: AccountPush) -> None:
+        """A balance changed (api_account push newer than any seen)."""
+
+    def on_match(self, match: MatchRecord) -> None:
+        """A new match on a traded pair; client_order_id is set only for this strategy's orders."""
+
+    def on_order(self, update: OrderUpdate) -> None:
+        """One of this strategy's intents changed status."""
+
+    def on_timer(self, name: str) -> None:
+        """A timer this strategy scheduled fired."""
+
+    def on_stop(self) -> None:
+        """The node is stopping: last chance to log or submit."""
+
+    # ---- what a strategy may do
+
+    @property
+    def portfolio(self) -> Portfolio:
+        """Positions and balances, kept current from pushes and snapshots."""
+        return self._context.portfolio
+
+    def trades(self, pair: str | None) -> bool:
+        """True when this strategy trades pair (every pair when pairs is None)."""
+        return self.pairs is None or pair in self.pairs
+
+    def submit(self, intent: OrderIntent) -> str:
+        """Queue an order intent; returns its client_order_id (outcome arrives in on_order)."""
+        return self._context.submit(self.name, intent)
+
+    def submit_many(self, intents: Sequence[OrderIntent]) -> list[str]:
+        """Queue several intents in order; returns their client_order_ids."""
+        submit = self._context.submit
+        return [submit(self.name, intent) for intent in intents]
+
+    def now(self) -> datetime:
+        """The current time of the runtime (virtual in a backtest)."""
+        return self._context.now()
+
+    def schedule(self, name: str, every_s: float) -> None:
+        """Call on_timer(name) every every_s seconds."""
+        if not every_s > 0:
+            raise ValueError(f"schedule({name!r}): every_s must be positive, got {every_s!r}")
+        self._context.schedule(self.name, name, every_s)
+
+
+def _pairs_from_params(params: Mapping[str, Any]) -> frozenset[str] | None:
+    pairs = params.get("pairs")
+    if isinstance(pairs, list | tuple) and all(isinstance(p, str) for p in pairs):
+        return frozenset(pairs)
+    pair = params.get("pair")
+    if isinstance(pair, str):
+        return frozenset([pair])
+    return None
+
+
+def load_strategy(spec: str) -> type[Strategy]:
+    """The Strategy subclass named by 'package.module:ClassName', or a StrategyLoadError."""
+    module_name, sep, class_name = spec.partition(":")
+    if not sep or not module_name or not class_name:
+        raise StrategyLoadError(f"strategy class {spec!r}: expected the form 'module:ClassName'")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or module_name
+        if module_name == missing or module_name.startswith(missing + "."):
+            raise StrategyLoadError(
+                f"strategy class {spec!r}: module {module_name!r} not found"
+            ) from None
+        raise StrategyLoadError(
+            f"strategy class {spec!r}: module {module_name!r} failed to import: {exc}"
+        ) from exc
+    except Exception as exc:
+        raise StrategyLoadError(
+            f"strategy class {spec!r}: module {module_name!r} failed to import: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    obj: Any = module
+    for part in class_name.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            found = sorted(
+                n
+                for n, v in vars(module).items()
+                if isinstance(v, type) and issubclass(v, Strategy) and v is not Strategy
+            )
+            hint = f"; Strategy subclasses there: {', '.join(found)}" if found else ""
+            raise StrategyLoadError(
+                f"strategy class {spec!r}: module {module_name!r} has no {class_name!r}{hint}"
+            ) from None
+    if not isinstance(obj, type) or not issubclass(obj, Strategy):
+        what = f"class {obj.__name__}" if isinstance(obj, type) else type(obj).__name__
+        raise StrategyLoadError(
+            f"strategy class {spec!r}: {what} is not a subclass of framework.Strategy"
+        )
+    return obj
+
+
+def _overrides(strategy: Strategy, hook: str) -> bool:
+    return getattr(type(strategy), hook) is not getattr(Strategy, hook)
+
+
+def attach(bus: Bus, strategy: Strategy) -> None:
+    """Subscribe strategy's overridden hooks to bus under its name, with the dispatch rule."""
+    name = strategy.name
+    pairs = strategy.pairs
+
+    def stopped(owner: str, exc: BaseException) -> None:
+        if owner == name:
+            strategy.stopped = True
+
+    bus.on_owner_stopped(stopped)
+
+    if _overrides(strategy, "on_start"):
+        on_start = strategy.on_start
+        bus.subscribe(Started, lambda e: on_start(), owner=name)
+
+    if _overrides(strategy, "on_position"):
+        on_position = strategy.on_position
+        if pairs is None:
+
+            def position_all(e: PositionChanged) -> None:
+                on_position(e.push)
+
+            bus.subscribe(PositionChanged, position_all, owner=name)
+        else:
+
+            def position_some(e: PositionChanged) -> None:
+                push = e.push
+                if push.symbol in pairs:
+                    on_position(push)
+
+            bus.subscribe(PositionChanged, position_some, owner=name)
+
+    if _overrides(strategy, "on_account"):
+        on_account = strategy.on_account
+
+        def account(e: AccountChanged) -> None:
+            on_account(e.push)
+
+        bus.subscribe(AccountChanged, account, owner=name)
+
+    if _overrides(strategy, "on_match"):
+        on_match = strategy.on_match
+
+        def match(e: MatchFilled) -> None:
+            record = e.match
+            if e.strategy != name:  # the owner always hears of its fills, others by pair
+                if pairs is not None and record.symbol not in pairs:
+                    return
+                if record.client_order_id is not None:
+                    record = attrs.evolve(record, client_order_id=None)
+            on_match(record)
+
+        bus.subscribe(MatchFilled, match, owner=name)
+
+    if _overrides(strategy, "on_order"):
+        on_order = strategy.on_order
+
+        def order(e: OrderUpdate) -> None:
+            if e.strategy == name:
+                on_order(e)
+
+        bus.subscribe(OrderUpdate, order, owner=name)
+
+    if _overrides(strategy, "on_timer"):
+        on_timer = strategy.on_timer
+
+        def timer(e: Timer) -> None:
+            if e.strategy == name:
+                on_timer(e.name)
+
+        bus.subscribe(Timer, timer, owner=name)
+
+    if _overrides(strategy, "on_stop"):
+        on_stop = strategy.on_stop
+        bus.subscribe(Stopping, lambda e: on_stop(), owner=name)

@@ -1,0 +1,467 @@
+"""StreamClient: the venue's WebSocket (SPEC 6) with subscribe, keepalive, reconnect and resync.
+
+One session: connect, send one signed subscribe per pair (api_position) and per settlement
+coin (api_account), each with a fresh timestamp, and wait for every acknowledgement (an ack
+with success false, or none within ``ack_timeout_s``, fails the session). Then the resync
+coroutine runs (REST snapshots and an immediate match poll, see :class:`RestResync`) while
+pushes keep flowing to ``on_frame``, each decoded once with the venue codec.
+
+Keepalive is the WebSocket protocol's own: a ping every ``ping_interval_s``; a connection that
+leaves a ping unanswered for ``silence_timeout_s`` counts as dead. Any failure or disconnect
+ends the session and a new one starts after a capped exponential backoff with full jitter
+(delay drawn uniformly from 0 to min(backoff_max_s, backoff_initial_s * 2**n), n counting
+failures since the last session that got subscribed), driven by stamina's retry loop.
+
+Within one connection nothing is lost, so a position push equal to the last one of its
+position is a duplicate delivery: it is dropped and counted (``duplicates``). Account pushes
+are left to the portfolio's logId rule.
+
+A frame that is not JSON or does not fit its record, or carries an unknown event, is logged
+with a bounded excerpt, counted and skipped: it never stops the stream. This module is the one
+place where websockets errors become framework errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final, Protocol
+
+import anyio
+import attrs
+import orjson
+import stamina
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidURI, WebSocketException
+
+from framework.engine.clock import Clock
+from framework.engine.events import BalanceSynced, Event, PositionsSynced
+from framework.engine.portfolio import Portfolio
+from framework.venue.codec import DEFAULT_CODEC, Codec
+from framework.venue.errors import ConfigError, DecodeError, TransportError
+from framework.venue.models import (
+    AccountBalance,
+    AccountPush,
+    Position,
+    PositionPush,
+    SubscribeAck,
+)
+from framework.venue.requests import MAX_PAGE_SIZE, RequestBuilder, excerpt
+
+__all__ = [
+    "RestResync",
+    "StreamClient",
+    "StreamError",
+    "StreamLost",
+    "StreamStats",
+    "SubscribeRefused",
+    "SubscribeTimeout",
+]
+
+log = logging.getLogger("framework.stream")
+
+POSITION: Final = "api_position"
+ACCOUNT: Final = "api_account"
+_EXCERPT: Final = 160
+_LOG_FIRST: Final = 20  # bad frames logged one by one; after that one line per _LOG_EVERY
+_LOG_EVERY: Final = 1000
+_MAX_POSITION_PAGES: Final = 50
+
+FrameCallback = Callable[[PositionPush | AccountPush], None]
+StateCallback = Callable[[str, str], None]
+
+
+class StreamError(TransportError):
+    """The WebSocket session failed; the client reconnects with backoff."""
+
+
+class StreamLost(StreamError):
+    """The connection could not be opened, was closed, or fell silent."""
+
+
+class SubscribeRefused(StreamError):
+    """The venue acknowledged a subscribe with success false (bad key or signature?)."""
+
+
+class SubscribeTimeout(StreamError):
+    """No acknowledgement came within ack_timeout_s."""
+
+
+@attrs.define
+class StreamStats:
+    """Counters of one StreamClient, for metrics and the summary line."""
+
+    connects: int = 0
+    """Sessions that got every subscription acknowledged."""
+    reconnects: int = 0
+    """Subscribed sessions after the first one."""
+    disconnects: int = 0
+    failures: int = 0
+    """Sessions that failed before every subscription was acknowledged."""
+    frames: int = 0
+    pushes: int = 0
+    duplicates: int = 0
+    acks: int = 0
+    malformed: int = 0
+    unknown_events: int = 0
+    callback_errors: int = 0
+    resyncs: int = 0
+    resync_errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain dict."""
+        return attrs.asdict(self)
+
+
+class StreamClient:
+    """The venue's push stream for a set of pairs and coins; run() until cancelled."""
+
+    def __init__(
+        self,
+        ws_url: str,
+        builder: RequestBuilder,
+        *,
+        pairs: Sequence[str],
+        coins: Sequence[str],
+        on_frame: FrameCallback,
+        on_state: StateCallback | None = None,
+        on_raw: Callable[[str], None] | None = None,
+        resync: Callable[[], Awaitable[None]] | None = None,
+        clock: Clock,
+        ack_timeout_s: float = 5.0,
+        ping_interval_s: float = 10.0,
+        silence_timeout_s: float = 30.0,
+        backoff_initial_s: float = 0.2,
+        backoff_max_s: float = 10.0,
+        open_timeout_s: float = 10.0,
+        close_timeout_s: float = 2.0,
+        codec: Codec = DEFAULT_CODEC,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not pairs and not coins:
+            raise ValueError("StreamClient needs at least one pair or coin to subscribe")
+        for name, value in (
+            ("ack_timeout_s", ack_timeout_s),
+            ("ping_interval_s", ping_interval_s),
+            ("silence_timeout_s", silence_timeout_s),
+            ("backoff_initial_s", backoff_initial_s),
+            ("backoff_max_s", backoff_max_s),
+        ):
+            if not value > 0:
+                raise ValueError(f"StreamClient {name}: expected a positive number, got {value!r}")
+        self.ws_url = ws_url
+        self._builder = builder
+        self.pairs = tuple(dict.fromkeys(pairs))
+        self.coins = tuple(dict.fromkeys(coins))
+        self._on_frame = on_frame
+        self._on_state = on_state
+        self._on_raw = on_raw
+        self._resync = resync
+        self._clock = clock
+        self.ack_timeout_s = ack_timeout_s
+        self.ping_interval_s = ping_interval_s
+        self.silence_timeout_s = silence_timeout_s
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.open_timeout_s = open_timeout_s
+        self.close_timeout_s = close_timeout_s
+        self._codec = codec
+        self._rng = rng if rng is not None else random.Random()
+        self._failures = 0  # since the last subscribed session: the backoff exponent
+        self._last_position: dict[tuple[str, int | None], PositionPush] = {}
+        self.stats = StreamStats()
+        self.state = "idle"
+        self.last_error = ""
+
+    def __repr__(self) -> str:
+        return f"StreamClient({self.ws_url!r}, pairs={self.pairs!r}, coins={self.coins!r})"
+
+    # ---- the reconnect loop
+
+    async def run(self) -> None:
+        """Connect, subscribe, resync and deliver pushes; reconnect on any failure. Forever."""
+        while True:  # stamina's loop only ends if stamina's test mode caps its attempts
+            try:
+                async for attempt in stamina.retry_context(
+                    on=self._backoff, attempts=None, timeout=None
+                ):
+                    with attempt:
+                        await self._session()
+            except StreamError as exc:
+                # Only reached when stamina is deactivated or in test mode (capped attempts):
+                # wait the longest backoff rather than spin.
+                log.warning("stream: retry loop gave up (%s); starting it again", exc)
+                await anyio.sleep(self.backoff_max_s)
+
+    def _backoff(self, exc: Exception) -> bool | float:
+        """stamina's hook: retry StreamErrors after a full-jitter delay; anything else raises."""
+        if not isinstance(exc, StreamError):
+            return False
+        ceiling = min(self.backoff_max_s, self.backoff_initial_s * 2.0 ** min(self._failures, 60))
+        self._failures += 1
+        delay = self._rng.uniform(0.0, ceiling)
+        log.warning("stream: %s; reconnecting in %.2f s", exc, delay)
+        return delay
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        self.state = state
+        if self._on_state is not None:
+            try:
+                self._on_state(state, detail)
+            except Exception:
+                log.exception("stream: on_state callback failed")
+
+    # ---- one session
+
+    async def _session(self) -> None:
+        self._set_state("connecting", self.ws_url)
+        self._last_position.clear()  # a new connection may legitimately repeat a push
+        subscribed = False
+        try:
+            async with connect(
+                self.ws_url,
+                ping_interval=self.ping_interval_s,
+                ping_timeout=self.silence_timeout_s,
+                open_timeout=self.open_timeout_s,
+                close_timeout=self.close_timeout_s,
+                max_queue=1024,
+            ) as ws:
+                await self._subscribe(ws)
+                subscribed = True
+                self._failures = 0
+                self.stats.connects += 1
+                if self.stats.connects > 1:
+                    self.stats.reconnects += 1
+                self._set_state("connected", f"{len(self.pairs)} pairs, {len(self.coins)} coins")
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._run_resync)
+                    reason = await self._receive(ws)
+                    tg.cancel_scope.cancel()
+        except StreamError as exc:
+            self.stats.failures += 1
+            self.last_error = str(exc)
+            self._set_state("failed", str(exc))
+            raise
+        except InvalidURI as exc:
+            raise ConfigError(f"venue.ws_url: {exc}") from None
+        except (OSError, TimeoutError, WebSocketException) as exc:
+            reason = _describe(exc)
+            if not subscribed:
+                self.stats.failures += 1
+                self.last_error = f"cannot connect to {self.ws_url}: {reason}"
+                self._set_state("failed", self.last_error)
+                raise StreamLost(self.last_error) from None
+        self.stats.disconnects += 1
+        self.last_error = reason
+        self._set_state("lost", reason)
+        raise StreamLost(f"connection lost: {reason}")
+
+    async def _subscribe(self, ws: ClientConnection) -> None:
+        pending: dict[tuple[str, str], None] = {}
+        builder = self._builder
+        for pair in self.pairs:
+            message = builder.subscribe(POSITION, self._clock.now_ms(), pair=pair)
+            await ws.send(orjson.dumps(message).decode())
+            pending[(POSITION, pair)] = None
+        for coin in self.coins:
+            message = builder.subscribe(ACCOUNT, self._clock.now_ms(), symbol=coin)
+            await ws.send(orjson.dumps(message).decode())
+            pending[(ACCOUNT, coin)] = None
+        try:
+            with anyio.fail_after(self.ack_timeout_s):
+                while pending:
+                    frame = self._decode(await ws.recv())
+                    if frame is None:
+                        continue
+                    if isinstance(frame, SubscribeAck):
+                        self._on_ack(frame, pending)
+                    else:
+                        self._deliver(frame)
+        except TimeoutError:
+            missing = ", ".join(f"{e} {k}" for e, k in pending)
+            raise SubscribeTimeout(
+                f"no subscribe acknowledgement within {self.ack_timeout_s} s for {missing}"
+            ) from None
+
+    def _on_ack(self, ack: SubscribeAck, pending: dict[tuple[str, str], None]) -> None:
+        self.stats.acks += 1
+        event = ack.event.removesuffix("_res")
+        key = ack.pair if event == POSITION else ack.symbol
+        if not ack.success:
+            raise SubscribeRefused(
+                f"subscribe {event} {key or '?'} refused by the venue: {ack.msg or 'no reason'}"
+            )
+        if key is not None and (event, key) in pending:
+            del pending[(event, key)]
+            return
+        if key is None:  # an ack that does not echo its pair/symbol settles the oldest one
+            for candidate in pending:
+                if candidate[0] == event:
+                    del pending[candidate]
+                    return
+        log.info("stream: unexpected acknowledgement %s %s ignored", ack.event, key)
+
+    async def _run_resync(self) -> None:
+        if self._resync is None:
+            return
+        self.stats.resyncs += 1
+        try:
+            await self._resync()
+        except Exception as exc:
+            self.stats.resync_errors += 1
+            log.warning("stream: resync after subscribe failed: %s", exc, exc_info=True)
+            self._set_state("resync_failed", _describe(exc))
+
+    async def _receive(self, ws: ClientConnection) -> str:
+        """Deliver frames until the connection ends; returns why it ended."""
+        decode = self._decode
+        deliver = self._deliver
+        try:
+            async for message in ws:
+                frame = decode(message)
+                if frame is not None:
+                    if isinstance(frame, SubscribeAck):
+                        self.stats.acks += 1
+                    else:
+                        deliver(frame)
+        except (ConnectionClosed, OSError, WebSocketException) as exc:
+            return _describe(exc)
+        return _describe_close(ws)
+
+    # ---- frames
+
+    def _decode(self, message: str | bytes) -> PositionPush | AccountPush | SubscribeAck | None:
+        stats = self.stats
+        stats.frames += 1
+        if self._on_raw is not None:
+            text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+            try:
+                self._on_raw(text)
+            except Exception:
+                stats.callback_errors += 1
+                log.exception("stream: on_raw callback failed")
+        try:
+            obj = orjson.loads(message)
+        except orjson.JSONDecodeError:
+            stats.malformed += 1
+            self._log_bad("malformed frame (not JSON)", message, stats.malformed)
+            return None
+        try:
+            return self._codec.decode_frame(obj)
+        except DecodeError as exc:
+            if exc.record == "frame" and exc.field == "event":
+                stats.unknown_events += 1
+                self._log_bad("unknown event", message, stats.unknown_events)
+            else:
+                stats.malformed += 1
+                self._log_bad(f"malformed frame ({exc})", message, stats.malformed)
+            return None
+
+    def _deliver(self, push: PositionPush | AccountPush) -> None:
+        self.stats.pushes += 1
+        if type(push) is PositionPush:
+            key = (push.symbol, push.position_id)
+            if self._last_position.get(key) == push:
+                self.stats.duplicates += 1
+                return
+            self._last_position[key] = push
+        try:
+            self._on_frame(push)
+        except Exception:
+            self.stats.callback_errors += 1
+            log.exception("stream: on_frame callback failed")
+
+    def _log_bad(self, what: str, message: str | bytes, count: int) -> None:
+        if count <= _LOG_FIRST or count % _LOG_EVERY == 0:
+            log.warning("stream: %s skipped (#%d): %r", what, count, excerpt(message, _EXCERPT))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _describe_close(ws: ClientConnection) -> str:
+    code = ws.close_code
+    reason = ws.close_reason
+    if code is None:
+        return "connection closed"
+    return f"closed by the venue (code {code}{': ' + reason if reason else ''})"
+
+
+class RestSnapshots(Protocol):
+    """The REST calls a resync needs (RestClient has them)."""
+
+    async def positions(
+        self, pair: str, page_no: int | None = None, page_size: int | None = None
+    ) -> list[Position]:
+        """Positions of one pair."""
+        ...
+
+    async def balance(self, symbol: str) -> AccountBalance:
+        """Balance of one settlement coin."""
+        ...
+
+
+class MatchPolling(Protocol):
+    """What a resync needs of the match poller."""
+
+    async def poll_now(self, pair: str | None = None) -> int:
+        """Poll now; returns how many new matches were published."""
+        ...
+
+
+class RestResync:
+    """The resync a StreamClient runs after each subscribe: REST snapshots, then a match poll.
+
+    Positions of every pair and the balance of every coin are fetched; what changed in the
+    portfolio is published as PositionsSynced / BalanceSynced. A balance snapshot is applied
+    only if no push for that coin arrived while it was fetched (the logId rule).
+    """
+
+    def __init__(
+        self,
+        rest: RestSnapshots,
+        *,
+        pairs: Sequence[str],
+        coins: Sequence[str],
+        portfolio: Portfolio,
+        publish: Callable[[Event], None],
+        poller: MatchPolling | None = None,
+    ) -> None:
+        self._rest = rest
+        self.pairs = tuple(pairs)
+        self.coins = tuple(coins)
+        self._portfolio = portfolio
+        self._publish = publish
+        self._poller = poller
+        self.runs = 0
+
+    async def __call__(self) -> None:
+        """Fetch snapshots, publish what changed, then poll matches once."""
+        self.runs += 1
+        portfolio = self._portfolio
+        for pair in self.pairs:
+            positions = await self._all_positions(pair)
+            if portfolio.apply_positions(pair, positions):
+                self._publish(PositionsSynced(pair, tuple(positions)))
+        for coin in self.coins:
+            mark = portfolio.account_mark(coin)
+            balance = await self._rest.balance(coin)
+            if portfolio.apply_balance(balance, coin=coin, mark=mark):
+                self._publish(BalanceSynced(balance))
+        if self._poller is not None:
+            await self._poller.poll_now()
+
+    async def _all_positions(self, pair: str) -> list[Position]:
+        found: dict[int, Position] = {}
+        for page_no in range(1, _MAX_POSITION_PAGES + 1):
+            page = await self._rest.positions(pair, page_no=page_no, page_size=MAX_PAGE_SIZE)
+            before = len(found)
+            for position in page:
+                found.setdefault(position.id, position)
+            # A short page ends the list; so does a page with nothing new (pageNo ignored).
+            if len(page) < MAX_PAGE_SIZE or len(found) == before:
+                break
+        return list(found.values())
