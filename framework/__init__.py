@@ -1,0 +1,70 @@
+"""perpframe: automated trading of perpetual contracts; the public API strategies import.
+
+A strategy is a :class:`Strategy` subclass that reacts to events with order intents::
+
+    from framework import OrderIntent, Strategy
+
+Everything listed in ``__all__`` is stable API; other modules are the framework's internals.
+"""
+
+from __future__ import annotations
+
+from framework.engine.events import (
+    AccountChanged,
+    BalanceSynced,
+    ConnectionChanged,
+    Event,
+    MatchFilled,
+    OrderUpdate,
+    PositionChanged,
+    PositionsSynced,
+    Started,
+    Stopping,
+    Timer,
+)
+from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.portfolio import Balance, Portfolio, PositionState
+from framework.engine.strategy import Strategy, StrategyContext, StrategyLoadError, load_strategy
+from framework.venue.models import (
+    AccountBalance,
+    AccountPush,
+    ChangeType,
+    Direction,
+    MatchRecord,
+    MatchType,
+    Position,
+    PositionPush,
+    PositionType,
+)
+
+__all__ = [
+    "AccountBalance",
+    "AccountChanged",
+    "AccountPush",
+    "Balance",
+    "BalanceSynced",
+    "ChangeType",
+    "ConnectionChanged",
+    "Direction",
+    "Event",
+    "MatchFilled",
+    "MatchRecord",
+    "MatchType",
+    "OrderIntent",
+    "OrderStatus",
+    "OrderUpdate",
+    "Portfolio",
+    "Position",
+    "PositionChanged",
+    "PositionPush",
+    "PositionState",
+    "PositionType",
+    "PositionsSynced",
+    "Started",
+    "Stopping",
+    "Strategy",
+    "StrategyContext",
+    "StrategyLoadError",
+    "Timer",
+    "load_strategy",
+]

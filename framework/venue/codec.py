@@ -11,6 +11,7 @@ failure takes the slow path that finds the field to blame.
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal, InvalidOperation
@@ -54,7 +55,8 @@ def plain_decimal(value: Decimal) -> str:
 def dumps_compact(obj: Any) -> bytes:
     """Compact JSON with no spaces, non-ASCII escaped as the venue's public SDK does."""
     out = orjson.dumps(obj)
-    if out.isascii():
+    # json.dumps(ensure_ascii=True) also escapes DEL (0x7f); orjson writes it raw.
+    if out.isascii() and b"\x7f" not in out:
         return out
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
@@ -151,6 +153,7 @@ class _WireField:
     alias: str | None
     required: bool
     convert: Callable[[Any], Any]
+    kind: str
 
 
 def _encode_value(v: Any, kind: str, zone: tzinfo) -> Any:
@@ -163,6 +166,68 @@ def _encode_value(v: Any, kind: str, zone: tzinfo) -> Any:
     if kind in _ENUMS:
         return v.value
     return v
+
+
+_DECIMAL_CACHE_LIMIT: Final = 1 << 16
+"""Decimal texts a codec keeps; the cache is emptied when it is full (bounded memory)."""
+
+
+def _caching_dec(cache: dict[str, Decimal]) -> Callable[[Any], Decimal]:
+    """_to_dec that remembers what it decoded from a string (only valid, finite values)."""
+
+    def to_dec(v: Any) -> Decimal:
+        if type(v) is not str:
+            return _to_dec(v)
+        try:
+            d = Decimal(v)
+        except InvalidOperation:
+            raise ValueError(f"expected a decimal, got {_describe(v)}") from None
+        if not d.is_finite():
+            raise ValueError(f"expected a finite decimal, got {_describe(v)}")
+        if len(cache) >= _DECIMAL_CACHE_LIMIT:
+            cache.clear()
+        cache[v] = d
+        return d
+
+    return to_dec
+
+
+def _inline_conversion(f: _WireField, i: int, ns: dict[str, Any]) -> str:
+    """Python source converting the wire value ``v`` of field number i, common case inline.
+
+    Anything unusual calls the field's converter (which raises with a reason) or raises
+    KeyError/TypeError itself; either way the decoder falls back to the slow path.
+    """
+    kind = f.kind
+    if kind == "dec":
+        return "(x if (x := dcg(v)) is not None else cdec(v))"
+    if kind == "int":
+        return f"(v if type(v) is int else c{i}(v))"
+    if kind == "str":
+        return f"(v if type(v) is str else c{i}(v))"
+    if kind == "bool":
+        return f"(v if v is True or v is False else c{i}(v))"
+    if kind == "raw":
+        return "v"
+    enum_type = _ENUMS.get(kind)
+    if enum_type is not None:
+        ns[f"e{i}"] = {member.value: member for member in enum_type}
+        return f"e{i}[v]"
+    return f"c{i}(v)"
+
+
+def _settable_slots(cls: type[Any]) -> bool:
+    """True when instances of cls may be built by setting slots (attrs would do nothing more)."""
+    if hasattr(cls, "__attrs_post_init__") or hasattr(cls, "__attrs_pre_init__"):
+        return False
+    if "extra" not in attrs.fields_dict(cls):
+        return False
+    for f in attrs.fields(cls):
+        if f.validator is not None or f.converter is not None or not f.init:
+            return False
+        if not isinstance(cls.__dict__.get(f.name), types.MemberDescriptorType):
+            return False
+    return True
 
 
 class Codec:
@@ -182,6 +247,10 @@ class Codec:
         for name, enum_type in _ENUMS.items():
             self._converters[name] = _enum_converter(enum_type)
         self._decoders: dict[type[Any], Callable[..., Any]] = {}
+        # Decimal texts seen, each decoded once: prices and quantities repeat a lot, a dict
+        # hit is several times cheaper than Decimal(str), and Decimals are immutable.
+        self._decimals: dict[str, Decimal] = {}
+        self._push_decoders: dict[str, Callable[..., Any]] | None = None
 
     def decoder(self, cls: type[R]) -> Callable[..., R]:
         """The decoder of a record class: dict -> record (keyword args fill non-wire fields)."""
@@ -206,12 +275,20 @@ class Codec:
         if type(obj) is not dict:
             raise DecodeError("frame", None, f"expected an object, got {_describe(obj)}")
         event = obj.get("event")
-        if event == "api_position" or event == "api_account":
-            cls: type[Any] = m.PositionPush if event == "api_position" else m.AccountPush
+        # The push decoders are looked up once per codec: this runs for every push.
+        push_decoders = self._push_decoders
+        if push_decoders is None:
+            push_decoders = self._push_decoders = {
+                "api_position": self.decoder(m.PositionPush),
+                "api_account": self.decoder(m.AccountPush),
+            }
+        fn = push_decoders.get(event) if type(event) is str else None
+        if fn is not None:
             success = obj.get("success", True)
             if success is not True and success is not False:
-                raise DecodeError(cls.__name__, "success", f"expected a boolean, got {success!r}")
-            return self.decoder(cls)(obj.get("data"), success=success)  # type: ignore[no-any-return]
+                name = "PositionPush" if event == "api_position" else "AccountPush"
+                raise DecodeError(name, "success", f"expected a boolean, got {success!r}")
+            return fn(obj.get("data"), success)  # type: ignore[no-any-return]
         if type(event) is str and event.endswith("_res"):
             return self.decoder(m.SubscribeAck)(obj)
         raise DecodeError("frame", "event", f"unknown event {_describe(event)}")
@@ -240,6 +317,7 @@ class Codec:
                 f.metadata.get("alias"),
                 f.metadata["required"],
                 self._converters[f.metadata["kind"]],
+                f.metadata["kind"],
             )
             for f in attrs.fields(cls)
             if "wire" in f.metadata
@@ -251,34 +329,64 @@ class Codec:
         known = frozenset(
             [f.key for f in fields] + [f.alias for f in fields if f.alias is not None]
         )
-        ns: dict[str, Any] = {"cls": cls, "known": known, "slow": self._slow_path}
-        args = []
+        ns: dict[str, Any] = {
+            "cls": cls,
+            "known": known,
+            "slow": self._slow_path,
+            "EMPTY": m._EMPTY,
+            "new": object.__new__,
+            "dcg": self._decimals.get,
+            "cdec": _caching_dec(self._decimals),
+        }
+        values = []
         for i, f in enumerate(fields):
             ns[f"c{i}"] = f.convert
             if f.alias is not None:
                 get = f"(d[{f.key!r}] if {f.key!r} in d else d.get({f.alias!r}))"
+            elif f.required:
+                # A missing required key raises KeyError: the slow path names the field.
+                get = f"d[{f.key!r}]"
             else:
-                get = f"d.get({f.key!r})"
+                get = f"g({f.key!r})"
+            convert = _inline_conversion(f, i, ns)
             if f.required:
-                args.append(f"{f.attr}=c{i}({get})")
+                values.append((f.attr, get, convert))
             else:
-                args.append(f"{f.attr}=(None if (v := {get}) is None else c{i}(v))")
+                values.append((f.attr, get, f"(None if v is None else {convert})"))
         sig = "".join(f", {p.name}={p.name}_default" for p in params)
         for p in params:
             ns[f"{p.name}_default"] = p.default
-        args.extend(f"{p.name}={p.name}" for p in params)
+        extra = "(EMPTY if known.issuperset(d) else {k: x for k, x in d.items() if k not in known})"
+        if _settable_slots(cls):
+            # Set the slots directly: the frozen class's __init__ goes through
+            # object.__setattr__ and keyword parsing, and costs twice as much. Only for
+            # classes with no validator, converter or post-init hook to skip.
+            body = ["        o = new(cls)"]
+            for j, (attr, get, convert) in enumerate(values):
+                ns[f"s{j}"] = getattr(cls, attr).__set__
+                body.append(f"        v = {get}; s{j}(o, {convert})")
+            for p in params:
+                ns[f"p_{p.name}"] = getattr(cls, p.name).__set__
+                body.append(f"        p_{p.name}(o, {p.name})")
+            ns["s_extra"] = cls.extra.__set__
+            body.append(f"        s_extra(o, {extra})")
+        else:
+            body = []
+            for j, (attr, get, convert) in enumerate(values):
+                body.append(f"        v = {get}; a{j} = {convert}")
+            args = [f"{attr}=a{j}" for j, (attr, _, _) in enumerate(values)]
+            args.extend(f"{p.name}={p.name}" for p in params)
+            body.append(f"        o = cls({', '.join(args)}, extra={extra})")
         src = (
             f"def decode_{cls.__name__}(d{sig}):\n"
             "    if type(d) is not dict:\n"
             "        return slow(cls, d)\n"
-            "    try:\n"
-            f"        rec = cls({', '.join(args)}, extra=(EMPTY if known.issuperset(d) else"
-            " {k: x for k, x in d.items() if k not in known}))\n"
+            "    g = d.get\n"
+            "    try:\n" + "\n".join(body) + "\n"
             "    except Exception:\n"
             "        return slow(cls, d)\n"
-            "    return rec\n"
+            "    return o\n"
         )
-        ns["EMPTY"] = m._EMPTY
         exec(compile(src, f"<codec {cls.__name__}>", "exec"), ns)
         fn: Callable[..., Any] = ns[f"decode_{cls.__name__}"]
         fn.__doc__ = f"Decode a {cls.__name__} from its wire object."

@@ -66,7 +66,7 @@ class SigningServer:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                method, target, _ = lines[0].split(" ", 2)
+                _method, target, _ = lines[0].split(" ", 2)
                 headers = {}
                 for line in lines[1:]:
                     if ":" in line:
@@ -93,7 +93,9 @@ class SigningServer:
         finally:
             writer.close()
 
-    def _answer(self, path: str, query: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+    def _answer(
+        self, path: str, query: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, bytes]:
         if self.mode == "html":
             return 503, b"<html><body>Service Unavailable</body></html>"
         sid = str(next(self._sid))
@@ -104,9 +106,19 @@ class SigningServer:
                 env = {"error": True, "code": 401, "msg": "unauthorized", "data": None, "sid": sid}
                 return 401, orjson.dumps(env)
             if headers.get("x-sapi-sign-type") != "2":
-                return 401, orjson.dumps({"error": True, "code": 401, "msg": "sign type", "sid": sid})
+                return 401, orjson.dumps(
+                    {"error": True, "code": 401, "msg": "sign type", "sid": sid}
+                )
         if self.code != 200:
-            env = {"error": True, "code": self.code, "msg": f"refused {self.code}", "data": None, "sid": sid}
+            env = {
+                "error": True,
+                "code": self.code,
+                "msg": f"refused {self.code}",
+                "data": None,
+                "sid": sid,
+            }
             return 200, orjson.dumps(env)
         data = self.data(path, query, body)
-        return 200, orjson.dumps({"error": False, "code": 200, "msg": "SUCCESS", "data": data, "sid": sid})
+        return 200, orjson.dumps(
+            {"error": False, "code": 200, "msg": "SUCCESS", "data": data, "sid": sid}
+        )

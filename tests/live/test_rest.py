@@ -53,9 +53,18 @@ def order(i: int) -> OrderInput:
 def echo_orders(path: str, query: str, body: bytes) -> Any:
     if path == BATCH_CREATE_PATH:
         orders = orjson.loads(body)["orders"]
-        return [{"corderId": o["clientOrderId"], "orderId": 100 + n, "pairName": o["pairName"]} for n, o in enumerate(orders)]
+        return [
+            {"corderId": o["clientOrderId"], "orderId": 100 + n, "pairName": o["pairName"]}
+            for n, o in enumerate(orders)
+        ]
     if path == BALANCE_PATH:
-        return {"userId": 1, "coinId": 2, "symbol": "USD", "availableAmount": "10.5", "frozenAmount": "0"}
+        return {
+            "userId": 1,
+            "coinId": 2,
+            "symbol": "USD",
+            "availableAmount": "10.5",
+            "frozenAmount": "0",
+        }
     if path == POSITIONS_PATH:
         return [{"id": 1, "symbol": "ETH-USD", "quantity": "2", "isLong": True}]
     if path == MATCHES_PATH:
@@ -121,10 +130,12 @@ async def test_page_size_above_100_refused_before_sending() -> None:
 
 async def test_wrong_key_gets_auth_error_from_the_verifier() -> None:
     other = Secp256k1Signer("0x" + "11" * 32)
-    async with SigningServer("st_demo", SIGNER.address) as server:
-        async with RestClient(server.base_url, "st_demo", other) as rest:
-            with pytest.raises(AuthError) as err:
-                await rest.balance("USD")
+    async with (
+        SigningServer("st_demo", SIGNER.address) as server,
+        RestClient(server.base_url, "st_demo", other) as rest,
+    ):
+        with pytest.raises(AuthError) as err:
+            await rest.balance("USD")
     assert err.value.http_status == 401
 
 
@@ -157,7 +168,10 @@ async def test_dropped_connection_after_sending_is_ambiguous() -> None:
 
 
 async def test_read_timeout_after_sending_is_ambiguous() -> None:
-    async with SigningServer("st_demo", SIGNER.address) as server, client(server, timeout=0.3) as rest:
+    async with (
+        SigningServer("st_demo", SIGNER.address) as server,
+        client(server, timeout=0.3) as rest,
+    ):
         server.mode = "stall"
         with pytest.raises(AmbiguousOutcome):
             await rest.batch_create([order(1)])
@@ -175,7 +189,10 @@ async def test_refused_connection_is_send_failed() -> None:
 
 async def test_observer_sees_body_and_query_without_timestamp() -> None:
     seen: list[tuple[str, str, bytes]] = []
-    async with SigningServer("st_demo", SIGNER.address) as server, client(server, observer=lambda *a: seen.append(a)) as rest:
+    async with (
+        SigningServer("st_demo", SIGNER.address) as server,
+        client(server, observer=lambda *a: seen.append(a)) as rest,
+    ):
         server.data = echo_orders
         await rest.matches("ETH-USD", match_id=5)
     assert seen[0][0] == MATCHES_PATH and seen[0][1] == "matchId=5&pairName=ETH-USD"

@@ -83,7 +83,11 @@ MATCH: dict[str, Any] = {
     "restrictPrice": None,
 }
 
-ORDER_RESULT: dict[str, Any] = {"corderId": "c-1", "orderId": 9007199254740993, "pairName": "ETH-USD"}
+ORDER_RESULT: dict[str, Any] = {
+    "corderId": "c-1",
+    "orderId": 9007199254740993,
+    "pairName": "ETH-USD",
+}
 
 POSITION_PUSH: dict[str, Any] = {
     "event": "api_position",

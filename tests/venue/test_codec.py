@@ -41,7 +41,9 @@ RECORDS: list[tuple[type[Any], dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("cls", "wire"), RECORDS, ids=lambda x: getattr(x, "__name__", ""))
-def test_every_spec_field_maps_to_its_snake_case_attribute(cls: type[Any], wire: dict[str, Any]) -> None:
+def test_every_spec_field_maps_to_its_snake_case_attribute(
+    cls: type[Any], wire: dict[str, Any]
+) -> None:
     record = decode(cls, wire)
     for key, value in wire.items():
         got = getattr(record, snake(key))
@@ -137,11 +139,19 @@ def test_unknown_event_is_a_decode_error_naming_event() -> None:
 @pytest.mark.parametrize(
     ("cls", "wire", "field"),
     [
-        (m.PositionPush, {**samples.POSITION_PUSH["data"], "currentQuantity": "1.2.3"}, "currentQuantity"),
+        (
+            m.PositionPush,
+            {**samples.POSITION_PUSH["data"], "currentQuantity": "1.2.3"},
+            "currentQuantity",
+        ),
         (m.PositionPush, {**samples.POSITION_PUSH["data"], "changeType": "FLIP"}, "changeType"),
         (m.PositionPush, {**samples.POSITION_PUSH["data"], "positionId": "abc"}, "positionId"),
         (m.AccountPush, {**samples.ACCOUNT_PUSH["data"], "logId": None}, "logId"),
-        (m.AccountPush, {**samples.ACCOUNT_PUSH["data"], "availableAmount": "NaN"}, "availableAmount"),
+        (
+            m.AccountPush,
+            {**samples.ACCOUNT_PUSH["data"], "availableAmount": "NaN"},
+            "availableAmount",
+        ),
         (m.Position, {**samples.POSITION, "isLong": "yes"}, "isLong"),
         (m.Position, {**samples.POSITION, "createTime": "yesterday"}, "createTime"),
         (m.MatchRecord, {**samples.MATCH, "averagePrice": [1]}, "averagePrice"),

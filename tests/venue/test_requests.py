@@ -30,7 +30,9 @@ def builder(language: str | None = None) -> RequestBuilder:
 
 
 def oracle(text: str) -> str:
-    return "0x" + Account.sign_message(encode_defunct(text=text), KEY).signature.hex().removeprefix("0x")
+    return "0x" + Account.sign_message(encode_defunct(text=text), KEY).signature.hex().removeprefix(
+        "0x"
+    )
 
 
 ORDERS = [
@@ -92,7 +94,11 @@ def test_positions_golden() -> None:
 
 def test_balance_golden() -> None:
     req = builder().balance("USD", TS)
-    assert (req.path, req.query, req.body) == (BALANCE_PATH, "symbol=USD&timestamp=1700000000000", b"")
+    assert (req.path, req.query, req.body) == (
+        BALANCE_PATH,
+        "symbol=USD&timestamp=1700000000000",
+        b"",
+    )
     assert req.headers["signature"] == (
         "0x7651783442072c7669fecd4e40523698592dc144b77135132613f356a8679b563ab3f9165e0d68fba7046e150bd9588c582aae49df72b4da0bd5992658a8eb261c"
     )
@@ -213,4 +219,8 @@ def test_parse_response_401_envelope_is_auth_error() -> None:
     from framework.venue.errors import AuthError
 
     with pytest.raises(AuthError):
-        parse_response(BALANCE_PATH, 401, b'{"error":true,"code":401,"msg":"unauthorized","data":null,"sid":"1"}')
+        parse_response(
+            BALANCE_PATH,
+            401,
+            b'{"error":true,"code":401,"msg":"unauthorized","data":null,"sid":"1"}',
+        )

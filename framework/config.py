@@ -1,0 +1,390 @@
+"""The daemon's configuration: attrs records read from one YAML file, checked as a whole.
+
+Reading (YAML with lines, ${ENV} interpolation, strict types) is
+:mod:`framework.yaml_attrs`; this module adds the records and the rules that span fields:
+credentials versus ``venue.embedded``, URLs, pair names, ranges, unique strategy names, the
+pairs strategies name, and -- unless ``resolve_strategies=False`` -- the strategy classes:
+each ``class: module:Class`` is imported and, when the class declares ``Params`` (an attrs
+class), its ``params`` are structured into it. Every problem is one line
+``path: problem (line N)``, all reported at once in a :class:`ConfigProblems`.
+
+``venue.api_secret`` is a :class:`Secret`: its repr and str never show the value, and error
+messages never quote it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import attrs
+
+from framework.engine.execution import ExecutionSettings
+from framework.twin.settings import TwinSettings
+from framework.venue.rules import PairRules, settle_coin_of
+from framework.venue.signing import make_signer
+from framework.yaml_attrs import (
+    ConfigProblems,
+    KeyPath,
+    Problems,
+    Secret,
+    by_line,
+    format_path,
+    read_yaml,
+    structure,
+)
+
+__all__ = [
+    "SECRET_KEYS",
+    "AccountConfig",
+    "Config",
+    "ConfigProblems",
+    "JournalConfig",
+    "LoggingConfig",
+    "MetricsConfig",
+    "NodeConfig",
+    "PollingConfig",
+    "RecordingConfig",
+    "Secret",
+    "StrategyConfig",
+    "StreamConfig",
+    "VenueConfig",
+    "format_path",
+    "load_config",
+    "parse_config",
+    "structure_params",
+]
+
+T = TypeVar("T")
+
+SECRET_KEYS: Final = frozenset({"api_secret"})
+"""Keys whose values are secrets: never echoed in errors, wrapped in :class:`Secret`."""
+
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LANGUAGES: Final = ("zh-CN", "en-US")
+_NODE_NAME = re.compile(r"[A-Za-z0-9]{1,10}")
+_PAIR_NAME = re.compile(r"[A-Za-z0-9]+-[A-Za-z0-9]+")
+_CLASS_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+# ---------------------------------------------------------------------------------- records
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class VenueConfig:
+    """Where and as whom to trade; ``embedded: true`` starts the venue twin in-process."""
+
+    base_url: str | None = None
+    ws_url: str | None = None
+    api_key: str | None = None
+    api_secret: Secret | None = attrs.field(default=None, repr=False)
+    sign_type: int = 2
+    language: str | None = None
+    embedded: bool = False
+    timeout_s: float = 10.0
+    twin: TwinSettings | None = None
+    """Settings of the embedded twin (prices, faults, seed...); its pairs are ``pairs:``."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class NodeConfig:
+    """This node: its name prefixes generated client order ids ([A-Za-z0-9], up to 10)."""
+
+    name: str = "pf"
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class AccountConfig:
+    """The account: settle_symbol is the settlement coin of pairs whose rules name none."""
+
+    settle_symbol: str | None = None
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class PollingConfig:
+    """Match-result polling: every match_interval_s per pair; backfill starts from the oldest."""
+
+    match_interval_s: float = 1.0
+    page_size: int = 50
+    backfill: bool = False
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class StreamConfig:
+    """WebSocket tuning: acknowledgement timeout, keepalive, silence and reconnect backoff."""
+
+    ack_timeout_s: float = 5.0
+    ping_interval_s: float = 10.0
+    silence_timeout_s: float = 30.0
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class StrategyConfig:
+    """One strategy instance: its unique name, ``class: module:Class`` and free params."""
+
+    name: str
+    class_: str
+    params: dict[str, Any] = attrs.Factory(dict)
+    pairs: list[str] | None = None
+    """The pairs it trades; default: params.pair or params.pairs, else every pair."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class JournalConfig:
+    """The SQLite journal; None means in memory (embedded twin) or an error (real venue)."""
+
+    path: str | None = None
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class RecordingConfig:
+    """Where the recorder writes what came in (JSONL); None records nothing."""
+
+    path: str | None = None
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class LoggingConfig:
+    """Log level and format: human lines, or JSON lines with ``json: true``."""
+
+    level: str = "INFO"
+    json: bool = False
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class MetricsConfig:
+    """The opt-in Prometheus endpoint (/metrics and /healthz)."""
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = 9464
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Config:
+    """A whole daemon configuration, as read from one YAML file."""
+
+    node: NodeConfig = NodeConfig()
+    venue: VenueConfig = VenueConfig()
+    account: AccountConfig = AccountConfig()
+    pairs: dict[str, PairRules] = attrs.Factory(dict)
+    polling: PollingConfig = PollingConfig()
+    stream: StreamConfig = StreamConfig()
+    execution: ExecutionSettings = ExecutionSettings()
+    strategies: list[StrategyConfig] = attrs.Factory(list)
+    journal: JournalConfig = JournalConfig()
+    recording: RecordingConfig = RecordingConfig()
+    logging: LoggingConfig = LoggingConfig()
+    metrics: MetricsConfig = MetricsConfig()
+
+    def settle_coin(self, pair: str) -> str:
+        """The settlement coin of one configured pair."""
+        rules = self.pairs.get(pair)
+        if rules is not None and rules.settle_coin:
+            return rules.settle_coin
+        return self.account.settle_symbol or settle_coin_of(pair)
+
+    def coins(self) -> list[str]:
+        """The settlement coins to subscribe and sync: one per distinct coin of the pairs."""
+        return sorted({self.settle_coin(pair) for pair in self.pairs})
+
+    def secrets(self) -> list[str]:
+        """The configured secret values, for the log redaction filter."""
+        secret = self.venue.api_secret
+        return [secret.reveal()] if secret is not None and secret.reveal() else []
+
+
+def structure_params(cls: type[T], params: Mapping[str, Any]) -> T:
+    """A strategy's params dict as its attrs ``Params`` class (strict types, all errors)."""
+    return structure(dict(params), cls, at=("params",))
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+def _check_venue(venue: VenueConfig, out: Problems) -> None:
+    credentials = ("base_url", "ws_url", "api_key", "api_secret")
+    for key in credentials:
+        value = getattr(venue, key)
+        path: KeyPath = ("venue", key)
+        if venue.embedded:
+            out.require(
+                value is None,
+                path,
+                "must not be set with venue.embedded: true (the twin supplies it)",
+                key=True,
+            )
+        elif value is None or (isinstance(value, str) and not value.strip()):
+            out.add(path, "required unless venue.embedded is true")
+    if venue.twin is not None:
+        out.require(
+            venue.embedded, ("venue", "twin"), "only used with venue.embedded: true", key=True
+        )
+        for key in ("host", "port", "pairs"):
+            path = ("venue", "twin", key)
+            out.require(
+                path not in out.lines.keys,
+                path,
+                "set by the node (the twin listens on "
+                "127.0.0.1 on a free port and trades the pairs of `pairs:`)",
+                key=True,
+            )
+    out.require(
+        not venue.base_url or venue.base_url.startswith(("http://", "https://")),
+        ("venue", "base_url"),
+        "must start with http:// or https://",
+    )
+    out.require(
+        not venue.ws_url or venue.ws_url.startswith(("ws://", "wss://")),
+        ("venue", "ws_url"),
+        "must start with ws:// or wss://",
+    )
+    out.require(
+        venue.language is None or venue.language in LANGUAGES,
+        ("venue", "language"),
+        f"expected one of {', '.join(LANGUAGES)}, got {venue.language!r}",
+    )
+    out.require(venue.timeout_s > 0, ("venue", "timeout_s"), "must be > 0")
+    if venue.sign_type not in (1, 2, 3):
+        out.add(
+            ("venue", "sign_type"),
+            f"expected 1 (HMAC), 2 (secp256k1) or 3 (Ed25519), got {venue.sign_type}",
+        )
+    elif venue.api_secret is not None and venue.api_secret.reveal():
+        secret = venue.api_secret.reveal()
+        try:
+            make_signer(venue.sign_type, secret)
+        except (TypeError, ValueError) as exc:
+            # The signers' messages never contain the key; scrub anyway, it costs nothing.
+            text = str(exc).replace(secret, "***")
+            out.add(("venue", "api_secret"), f"not a key for sign_type {venue.sign_type}: {text}")
+
+
+def _check(config: Config, out: Problems) -> None:
+    out.require(
+        _NODE_NAME.fullmatch(config.node.name) is not None,
+        ("node", "name"),
+        "expected 1 to 10 letters or digits (it prefixes client order ids)",
+    )
+    _check_venue(config.venue, out)
+    out.require(bool(config.pairs), ("pairs",), "at least one pair is required (e.g. ETH-USD: {})")
+    for pair in config.pairs:
+        out.require(
+            _PAIR_NAME.fullmatch(pair) is not None,
+            ("pairs", pair),
+            "pair names look like BASE-QUOTE (e.g. ETH-USD)",
+            key=True,
+        )
+    positive = [("polling", "match_interval_s")] + [
+        ("stream", name) for name in attrs.fields_dict(StreamConfig)
+    ]
+    for section, name in positive:
+        out.require(getattr(getattr(config, section), name) > 0, (section, name), "must be > 0")
+    out.require(
+        1 <= config.polling.page_size <= 100, ("polling", "page_size"), "must be between 1 and 100"
+    )
+    out.require(bool(config.strategies), ("strategies",), "at least one strategy is required")
+    names: set[str] = set()
+    for i, strategy in enumerate(config.strategies):
+        out.require(
+            strategy.name not in names, ("strategies", i, "name"), "duplicate strategy name"
+        )
+        out.require(bool(strategy.name.strip()), ("strategies", i, "name"), "must not be empty")
+        names.add(strategy.name)
+        _check_strategy_pairs(config, i, strategy, out)
+        out.require(
+            _CLASS_SPEC.fullmatch(strategy.class_) is not None,
+            ("strategies", i, "class"),
+            f"expected 'module:Class', got {strategy.class_!r}",
+        )
+    out.require(
+        config.logging.level.upper() in LOG_LEVELS,
+        ("logging", "level"),
+        f"expected one of {', '.join(LOG_LEVELS)}, got {config.logging.level!r}",
+    )
+    out.require(0 <= config.metrics.port <= 65535, ("metrics", "port"), "must be in 0..65535")
+    out.require(
+        config.journal.path is not None or config.venue.embedded,
+        ("journal", "path"),
+        "required with a real venue (intents and match cursors must survive restarts)",
+    )
+
+
+def _check_strategy_pairs(
+    config: Config, index: int, strategy: StrategyConfig, out: Problems
+) -> None:
+    """Every pair a strategy names (pairs, params.pair, params.pairs) must be configured."""
+    named: list[tuple[KeyPath, object]] = []
+    if strategy.pairs is not None:
+        named += [(("strategies", index, "pairs", j), p) for j, p in enumerate(strategy.pairs)]
+    else:
+        if "pair" in strategy.params:
+            named.append((("strategies", index, "params", "pair"), strategy.params["pair"]))
+        pairs = strategy.params.get("pairs")
+        if isinstance(pairs, list):
+            named += [(("strategies", index, "params", "pairs", j), p) for j, p in enumerate(pairs)]
+    for path, pair in named:
+        out.require(pair in config.pairs, path, f"pair {pair!r} is not configured under `pairs:`")
+
+
+def _check_strategy_classes(config: Config, out: Problems) -> None:
+    """Import every strategy class; structure its params when it declares a Params class."""
+    from framework.engine.strategy import load_strategy
+
+    for i, strategy in enumerate(config.strategies):
+        if not _CLASS_SPEC.fullmatch(strategy.class_):
+            continue  # already reported
+        try:
+            cls = load_strategy(strategy.class_)
+        except Exception as exc:
+            out.add(("strategies", i, "class"), str(exc) or type(exc).__name__)
+            continue
+        params_cls = getattr(cls, "Params", None)
+        if params_cls is not None and attrs.has(params_cls):
+            try:
+                structure(
+                    strategy.params, params_cls, lines=out.lines, at=("strategies", i, "params")
+                )
+            except ConfigProblems as exc:
+                out.found += exc.problems
+
+
+# ------------------------------------------------------------------------------ entry points
+
+
+def parse_config(
+    text: str,
+    *,
+    source: str = "<config>",
+    env: Mapping[str, str] | None = None,
+    resolve_strategies: bool = True,
+) -> Config:
+    """Read a YAML text into a Config, or raise ConfigProblems listing every problem."""
+    data, lines = read_yaml(text, source=source, env=os.environ if env is None else env)
+    config = structure(data, Config, lines=lines, secret_keys=SECRET_KEYS)
+    out = Problems(lines)
+    _check(config, out)
+    if resolve_strategies:
+        _check_strategy_classes(config, out)
+    if out.found:
+        raise ConfigProblems(by_line(out.found))
+    return config
+
+
+def load_config(
+    path: str | Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    resolve_strategies: bool = True,
+) -> Config:
+    """Read a YAML file into a Config, or raise ConfigProblems (a ConfigError)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigProblems([f"{path}: cannot read: {exc.strerror or exc}"]) from None
+    return parse_config(text, source=str(path), env=env, resolve_strategies=resolve_strategies)

@@ -1,0 +1,135 @@
+"""``python run.py live`` and ``python run.py check``: the daemon's command line.
+
+``check -c FILE`` validates a configuration, strategy classes included: exit 0 with one
+``ok`` line, or exit 1 with one ``path: problem (line N)`` line per problem on stderr.
+
+``live -c FILE [--duration S]`` runs the node until SIGINT, SIGTERM or the duration, then
+prints one final line ``summary {json}`` on stdout and exits 0. Logs go to stderr. A
+configuration the node cannot run with exits 1 with a one-line reason, never a traceback;
+an unexpected crash exits 1 after logging its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+
+from framework.config import Config, load_config
+from framework.live.logs import configure_logging, redact
+from framework.venue.errors import ConfigError
+
+if TYPE_CHECKING:
+    from framework.live.node import Node
+
+__all__ = ["check_main", "live_main", "summary_line"]
+
+log = logging.getLogger("framework.cli")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("-c", "--config", required=True, metavar="FILE", help="YAML config")
+    return parser
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return value
+
+
+def _load(path: str) -> Config | None:
+    """The config, or None after printing its problems to stderr one per line."""
+    # "module:Class" strategies are found from the working directory too, not only beside run.py.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        for line in str(exc).splitlines():
+            print(line, file=sys.stderr)
+        return None
+
+
+def check_main(argv: list[str]) -> int:
+    """Validate a config file; 0 when it can run, 1 with one problem per line otherwise."""
+    args = _parser("run.py check", "Validate a daemon configuration file.").parse_args(argv)
+    config = _load(args.config)
+    if config is None:
+        return EXIT_FAILED
+    venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
+    strategies = ", ".join(f"{s.name} ({s.class_})" for s in config.strategies)
+    print(
+        f"ok: {args.config}: venue {venue}; pairs {', '.join(config.pairs)}; "
+        f"strategies {strategies}"
+    )
+    return EXIT_OK
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """``summary {json}``: one line, keys in the summary's order."""
+    return "summary " + orjson.dumps(summary, default=str).decode()
+
+
+def live_main(argv: list[str]) -> int:
+    """Run the daemon; prints ``summary {json}`` last and returns 0 after a graceful stop."""
+    parser = _parser("run.py live", "Run the configured strategies until Ctrl-C.")
+    parser.add_argument(
+        "--duration", type=_positive, metavar="S", help="stop by itself after S seconds"
+    )
+    args = parser.parse_args(argv)
+    config = _load(args.config)
+    if config is None:
+        return EXIT_FAILED
+    secrets = config.secrets()
+    configure_logging(level=config.logging.level, json=config.logging.json, secrets=secrets)
+    # Imported here: check must work (and fail clearly) without the runtime's I/O stack.
+    from framework.live.node import FatalError, Node
+
+    node = Node(config)
+    try:
+        summary = anyio.run(_run, node, args.duration)
+    except KeyboardInterrupt:
+        # Only possible before the node installed its signal handlers.
+        print("live: interrupted while starting", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        inner = _innermost(exc)
+        if isinstance(inner, FatalError | ConfigError):
+            print(f"live: {redact(_one_line(inner), secrets)}", file=sys.stderr)
+            return EXIT_FAILED
+        log.critical("the node crashed", exc_info=exc)
+        print(f"live: crashed: {redact(_one_line(inner), secrets)}", file=sys.stderr)
+        return EXIT_FAILED
+    print(summary_line(summary), flush=True)
+    return EXIT_OK
+
+
+async def _run(node: Node, duration: float | None) -> dict[str, Any]:
+    return await node.run(duration=duration)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups (task groups)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """The exception's message on one line."""
+    return " ".join((str(exc) or type(exc).__name__).split())

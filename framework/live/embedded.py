@@ -1,0 +1,82 @@
+"""Where the node trades: the configured venue, or the venue twin started in-process.
+
+With ``venue.embedded: true`` the twin listens on 127.0.0.1 on a free port, trades exactly
+the pairs of ``pairs:`` with their rules (starting marks from the twin's defaults), takes the
+rest of its settings from ``venue.twin`` and registers its TEST-ONLY demo key pair, which
+the node then uses: no credentials are needed and nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import attrs
+
+from framework.config import Config, Secret
+from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
+from framework.twin.server import VenueTwin
+from framework.twin.settings import PairSettings, TwinSettings
+
+__all__ = ["VenueAccess", "open_venue", "twin_settings"]
+
+log = logging.getLogger("framework.node")
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class VenueAccess:
+    """URLs and credentials the node uses; twin is set when the venue is embedded."""
+
+    base_url: str
+    ws_url: str
+    api_key: str
+    api_secret: Secret = attrs.field(repr=False)
+    sign_type: int
+    twin: VenueTwin | None = attrs.field(default=None, repr=False)
+
+
+def twin_settings(config: Config) -> TwinSettings:
+    """The embedded twin's settings: venue.twin with the pairs and rules of ``pairs:``."""
+    base = config.venue.twin or TwinSettings()
+    known = TwinSettings().pairs
+    pairs = {
+        name: attrs.evolve(known.get(name, PairSettings()), rules=rules)
+        for name, rules in config.pairs.items()
+    }
+    coins = dict(base.coins)
+    for coin in config.coins():
+        coins.setdefault(coin, max(coins.values(), default=0) + 1)
+    return attrs.evolve(base, host="127.0.0.1", port=0, pairs=pairs, coins=coins)
+
+
+@asynccontextmanager
+async def open_venue(config: Config) -> AsyncIterator[VenueAccess]:
+    """Yield the venue access of config, running the embedded twin for the duration."""
+    venue = config.venue
+    if not venue.embedded:
+        assert venue.base_url and venue.ws_url and venue.api_key and venue.api_secret
+        yield VenueAccess(
+            base_url=venue.base_url,
+            ws_url=venue.ws_url,
+            api_key=venue.api_key,
+            api_secret=venue.api_secret,
+            sign_type=venue.sign_type,
+        )
+        return
+    async with VenueTwin(twin_settings(config)) as twin:
+        log.info(
+            "embedded venue twin started (TEST-ONLY demo key pair, play money)",
+            extra={"base_url": twin.base_url, "pairs": list(config.pairs)},
+        )
+        try:
+            yield VenueAccess(
+                base_url=twin.base_url,
+                ws_url=twin.ws_url,
+                api_key=DEMO_API_KEY,
+                api_secret=Secret(DEMO_PRIVATE_KEY),
+                sign_type=2,
+                twin=twin,
+            )
+        finally:
+            log.info("embedded venue twin stopping")

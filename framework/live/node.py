@@ -1,0 +1,428 @@
+"""The live node: wires a Config to clients, engine and strategies under one anyio task group.
+
+Start-up, one log line per step: venue (the embedded twin when ``venue.embedded``) -> REST
+client -> journal -> execution engine and executor -> strategies -> initial REST sync
+(positions, balances; a refused key or an unreachable venue is fatal here, with a one-line
+reason) -> match cursors -> scheduler and ``Started`` (strategies' on_start) -> stream,
+executor and metrics tasks. The stream runs the resync (REST snapshots and a match poll)
+after every (re)subscribe.
+
+Stop, on SIGINT/SIGTERM, the duration or :meth:`Node.request_stop`: timers and polls stop,
+``Stopping`` is published (on_stop, which may still submit), the executor drains in-flight
+batches up to ``execution.drain_timeout_s``, a last match poll attributes late fills, the
+tasks are cancelled and the journal is closed. A second signal skips the drain and the poll.
+:meth:`Node.summary` gives the tallies (the ``summary`` line of ``run.py live``).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from decimal import Decimal
+from typing import Any, Final, TypeVar
+
+import anyio
+import anyio.abc
+import attrs
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from framework.config import Config
+from framework.engine.bus import Bus
+from framework.engine.clock import Clock
+from framework.engine.events import ConnectionChanged, Started, Stopping, Timer
+from framework.engine.execution import ExecutionEngine
+from framework.engine.intents import OrderIntent
+from framework.engine.portfolio import Portfolio, push_router
+from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
+from framework.live.embedded import VenueAccess, open_venue
+from framework.live.executor import LiveExecutor, build_execution
+from framework.live.journal import Journal
+from framework.live.metrics import Metrics, serve_metrics
+from framework.live.poller import MatchPoller
+from framework.live.rest import RestClient
+from framework.live.stream import RestResync, StreamClient
+from framework.live.wallclock import WallClock
+from framework.venue.errors import AuthError, FrameworkError, SendFailed
+from framework.venue.models import AccountPush, MatchRecord, PositionPush
+from framework.venue.signing import make_signer
+
+__all__ = ["SUMMARY_KEYS", "FatalError", "Node"]
+
+log = logging.getLogger("framework.node")
+
+_T = TypeVar("_T")
+
+SUMMARY_KEYS: Final = (
+    "pushes",
+    "matches",
+    "orders_sent",
+    "orders_accepted",
+    "orders_rejected",
+    "orders_unknown",
+    "reconnects",
+)
+"""Keys the summary always has, first and in this order (more follow)."""
+
+LAST_POLL_TIMEOUT_S: Final = 5.0
+
+
+class FatalError(FrameworkError):
+    """The node cannot run (found at start-up); the message is one line."""
+
+
+@attrs.define
+class _Tallies:
+    pushes: int = 0
+    matches: int = 0
+
+
+class Node:
+    """One live daemon: ``Node(config)``, ``await node.run()``, then ``node.summary()``."""
+
+    def __init__(self, config: Config, *, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock: Clock = clock or WallClock()
+        self.bus = Bus()
+        self.portfolio = Portfolio()
+        self.tallies = _Tallies()
+        self.metrics = Metrics(self._metric_tallies) if config.metrics.enabled else None
+        self.metrics_port: int | None = None
+        self.strategies: list[Strategy] = []
+        self.stop_reason = ""
+        self.started = anyio.Event()
+        self._stop = anyio.Event()
+        self._force = False
+        self._drain_scope: anyio.CancelScope | None = None
+        self._trigger: tuple[str, float] | None = None  # what is being handled, since when
+        # The last fill price per pair: the risk gate's reference for market orders.
+        self._last_price: dict[str, Decimal] = {}
+        self._began = time.monotonic()
+        self.venue: VenueAccess | None = None
+        self.rest: RestClient | None = None
+        self.journal: Journal | None = None
+        self.engine: ExecutionEngine | None = None
+        self.executor: LiveExecutor | None = None
+        self.stream: StreamClient | None = None
+        self.poller: MatchPoller | None = None
+        self.scheduler: AsyncIOScheduler | None = None
+
+    # ---------------------------------------------------------------------------- control
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the node to stop gracefully (idempotent: the first reason is kept)."""
+        if not self._stop.is_set():
+            self.stop_reason = reason
+            self._stop.set()
+
+    def summary(self) -> dict[str, Any]:
+        """The run's tallies: SUMMARY_KEYS first, then the engine's, stream's and poller's."""
+        counters = dict(self.engine.counters()) if self.engine is not None else {}
+        stream = self.stream.stats.as_dict() if self.stream is not None else {}
+        poller = self.poller.stats.as_dict() if self.poller is not None else {}
+        out: dict[str, Any] = {
+            "pushes": self.tallies.pushes,
+            "matches": self.tallies.matches,
+            "orders_sent": counters.pop("orders_sent", 0),
+            "orders_accepted": counters.pop("orders_accepted", 0),
+            "orders_rejected": counters.pop("orders_rejected", 0),
+            "orders_unknown": counters.pop("orders_unknown", 0),
+            "reconnects": stream.get("reconnects", 0),
+        }
+        out.update(counters)
+        out.update(
+            polls=poller.get("polls", 0),
+            poll_errors=poller.get("errors", 0),
+            stream_connects=stream.get("connects", 0),
+            malformed_frames=stream.get("malformed", 0),
+            strategy_errors=self.bus.handler_errors,
+            strategies_stopped=sorted(self.bus.stopped),
+            **self.portfolio.counters(),
+            uptime_s=round(time.monotonic() - self._began, 3),
+            reason=self.stop_reason,
+        )
+        return out
+
+    def _metric_tallies(self) -> dict[str, int]:
+        s = self.summary()
+        return {
+            "pushes": s["pushes"],
+            "matches": s["matches"],
+            "polls": s["polls"],
+            "batches": int(s.get("batches_sent", 0)),
+            "orders_accepted": s["orders_accepted"],
+            "rejects": s["orders_rejected"],
+            "reconnects": s["reconnects"],
+        }
+
+    # -------------------------------------------------------------------------------- run
+
+    async def run(self, *, duration: float | None = None) -> dict[str, Any]:
+        """Run until a signal, the duration or request_stop; returns the summary."""
+        self._began = time.monotonic()
+        async with AsyncExitStack() as stack:
+            # Start-up happens outside the task group so a FatalError arrives unwrapped.
+            await self._start(stack)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_signals)
+                await self._start_tasks(tg)
+                with anyio.move_on_after(float("inf") if duration is None else duration):
+                    await self._stop.wait()
+                if duration is not None:
+                    self.request_stop(f"duration {duration:g} s elapsed")
+                await self._shutdown()
+                tg.cancel_scope.cancel()
+        log.info("stopped", extra={"reason": self.stop_reason})
+        return self.summary()
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                name = signal.Signals(signum).name
+                if self._stop.is_set():
+                    log.warning("second signal: not waiting for the drain", extra={"signal": name})
+                    self._force = True
+                    if self._drain_scope is not None:
+                        self._drain_scope.cancel()
+                else:
+                    log.info("signal received", extra={"signal": name})
+                    self.request_stop(name)
+
+    async def _start(self, stack: AsyncExitStack) -> None:
+        config = self.config
+        venue = self.venue = await stack.enter_async_context(open_venue(config))
+        signer = make_signer(venue.sign_type, venue.api_secret.reveal())
+        rest = self.rest = await stack.enter_async_context(
+            RestClient(
+                venue.base_url,
+                venue.api_key,
+                signer,
+                language=config.venue.language,
+                timeout=config.venue.timeout_s,
+                now_ms=self.clock.now_ms,
+            )
+        )
+        log.info("rest client ready", extra={"base_url": venue.base_url})
+        path = config.journal.path or ":memory:"
+        try:
+            self.journal = journal = Journal.open(path)
+        except (OSError, FrameworkError) as exc:
+            raise FatalError(f"journal.path {path}: cannot open the journal: {exc}") from None
+        stack.callback(self._close_journal)
+        log.info("journal open", extra={"path": path})
+        self.portfolio.seed_log_ids(
+            {c: i for c in config.coins() if (i := journal.get_log_id(c)) is not None}
+        )
+        self.engine, self.executor = build_execution(
+            config.execution,
+            rest=rest,
+            publish=self.bus.publish,
+            rules=config.pairs,
+            clock=self.clock,
+            journal=journal,
+            node=config.node.name,
+            mark_price=self._last_price.get,
+        )
+        log.info("execution engine ready", extra={"node": config.node.name})
+        self.scheduler = AsyncIOScheduler(timezone="UTC")
+        # Registered after the REST client, so it runs before the client closes, on any exit.
+        stack.callback(self._stop_scheduler)
+        context = BasicContext(self.portfolio, self.clock, self._submit, self._schedule)
+        for spec in config.strategies:
+            cls = load_strategy(spec.class_)
+            try:
+                strategy = cls(spec.name, context, spec.params, pairs=spec.pairs)
+            except (ValueError, TypeError, FrameworkError) as exc:
+                raise FatalError(f"strategy {spec.name}: {exc}") from None
+            attach(self.bus, strategy)
+            self.strategies.append(strategy)
+            log.info("strategy loaded", extra={"strategy": spec.name, "class": spec.class_})
+        pairs, coins = list(config.pairs), config.coins()
+        self.poller = MatchPoller(
+            rest,
+            pairs=pairs,
+            interval_s=config.polling.match_interval_s,
+            page_size=config.polling.page_size,
+            store=journal,
+            on_match=self._on_match,
+            backfill=config.polling.backfill,
+            on_state=self._on_poller_state,
+        )
+        resync = RestResync(
+            rest,
+            pairs=pairs,
+            coins=coins,
+            portfolio=self.portfolio,
+            publish=self.bus.publish,
+            poller=self.poller,
+        )
+        await self._initial_sync(
+            RestResync(
+                rest, pairs=pairs, coins=coins, portfolio=self.portfolio, publish=self.bus.publish
+            )
+        )
+        self.stream = StreamClient(
+            venue.ws_url,
+            rest.builder,
+            pairs=pairs,
+            coins=coins,
+            on_frame=self._on_frame_handler(),
+            on_state=self._on_stream_state,
+            resync=resync,
+            clock=self.clock,
+            ack_timeout_s=config.stream.ack_timeout_s,
+            ping_interval_s=config.stream.ping_interval_s,
+            silence_timeout_s=config.stream.silence_timeout_s,
+            backoff_initial_s=config.stream.backoff_initial_s,
+            backoff_max_s=config.stream.backoff_max_s,
+        )
+
+    async def _initial_sync(self, resync: RestResync) -> None:
+        """The first REST calls: what fails here is a misconfiguration, said in one line."""
+        assert self.venue is not None and self.poller is not None
+        try:
+            await resync()
+            await self.poller.initialize()
+        except AuthError as exc:
+            raise FatalError(f"the venue refused the API key or signature: {exc}") from None
+        except SendFailed as exc:
+            raise FatalError(f"cannot reach the venue at {self.venue.base_url}: {exc}") from None
+        except (FrameworkError, OSError) as exc:
+            raise FatalError(f"first sync with the venue failed: {exc}") from None
+        log.info("initial sync done", extra={"pairs": len(self.config.pairs)})
+        if self.config.recording.path is not None:
+            log.warning(
+                "recording.path is set but this build has no recorder: nothing is recorded",
+                extra={"path": self.config.recording.path},
+            )
+
+    async def _start_tasks(self, tg: anyio.abc.TaskGroup) -> None:
+        assert self.executor is not None and self.stream is not None
+        assert self.scheduler is not None and self.poller is not None
+        if self.metrics is not None:
+            cfg = self.config.metrics
+            try:
+                self.metrics_port = await tg.start(serve_metrics, self.metrics, cfg.host, cfg.port)
+            except OSError as exc:
+                raise FatalError(f"metrics: {exc}") from None
+        recovered = self.engine.recover() if self.engine is not None else 0
+        log.info("journal recovered", extra={"intents_requeued": recovered})
+        tg.start_soon(self.executor.run)
+        self.scheduler.start()
+        self.poller.start(self.scheduler)
+        log.info(
+            "scheduler started", extra={"match_interval_s": self.config.polling.match_interval_s}
+        )
+        self.bus.publish(Started(self.clock.now()))
+        log.info("strategies started", extra={"strategies": [s.name for s in self.strategies]})
+        tg.start_soon(self.stream.run)
+        log.info("stream starting", extra={"ws_url": self.stream.ws_url})
+        self.started.set()
+
+    def _stop_scheduler(self) -> None:
+        if self.poller is not None:
+            self.poller.shutdown()
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
+    async def _shutdown(self) -> None:
+        log.info("stopping", extra={"reason": self.stop_reason})
+        self._stop_scheduler()
+        self.bus.publish(Stopping(self.clock.now(), self.stop_reason))
+        log.info("strategies stopped")
+        # Shielded from the task group, but a second signal cancels it (see _watch_signals).
+        self._drain_scope = anyio.CancelScope(shield=True)
+        with self._drain_scope:
+            if self.executor is not None and not self._force:
+                timeout = self.config.execution.drain_timeout_s
+                await self.executor.drain(timeout)
+                log.info("executor drained", extra={"timeout_s": timeout})
+            if self.poller is not None and not self._force:
+                with anyio.move_on_after(LAST_POLL_TIMEOUT_S):
+                    try:
+                        await self.poller.poll_now()
+                    except (FrameworkError, OSError) as exc:
+                        log.warning("last match poll failed", extra={"error": str(exc)})
+        if self.journal is not None:
+            for coin in self.config.coins():
+                log_id = self.portfolio.log_id(coin)
+                if log_id is not None:
+                    self.journal.set_log_id(coin, log_id)
+
+    def _close_journal(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+            log.info("journal closed")
+
+    # -------------------------------------------------------------------------- callbacks
+
+    def _on_frame_handler(self) -> Callable[[PositionPush | AccountPush], None]:
+        route = push_router(self.portfolio, self.bus.publish)
+        tallies = self.tallies
+
+        def on_frame(frame: PositionPush | AccountPush) -> None:
+            tallies.pushes += 1
+            self._timed("push", route, frame)
+
+        return on_frame
+
+    def _timed(self, trigger: str, handler: Callable[[_T], None], item: _T) -> None:
+        """handler(item), noting the trigger and start time for the latency histogram."""
+        if self.metrics is None:
+            handler(item)
+            return
+        self._trigger = (trigger, time.perf_counter())
+        try:
+            handler(item)
+        finally:
+            self._trigger = None
+
+    def _submit(self, strategy: str, intent: OrderIntent) -> str:
+        assert self.engine is not None
+        client_order_id = self.engine.submit(strategy, intent)
+        if self._trigger is not None and self.metrics is not None:
+            trigger, t0 = self._trigger
+            self.metrics.submit_latency.labels(trigger).observe(time.perf_counter() - t0)
+        return client_order_id
+
+    def _schedule(self, strategy: str, name: str, every_s: float) -> None:
+        assert self.scheduler is not None
+        publish: Callable[[Timer], None] = self.bus.publish
+        clock = self.clock
+
+        # A coroutine job runs on the event loop; a plain function would run in apscheduler's
+        # thread pool, and the bus and strategies are single-threaded.
+        async def fire() -> None:
+            self._timed("timer", publish, Timer(name, strategy, clock.now()))
+
+        self.scheduler.add_job(
+            fire,
+            "interval",
+            seconds=every_s,
+            id=f"timer:{strategy}:{name}",
+            name=f"timer {name} of {strategy}",
+            replace_existing=True,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+        )
+
+    def _on_match(self, match: MatchRecord) -> None:
+        assert self.engine is not None
+        self.tallies.matches += 1
+        if match.symbol is not None and match.average_price is not None:
+            self._last_price[match.symbol] = match.average_price
+        self._timed("match", self.bus.publish, self.engine.attribute(match))
+
+    def _on_stream_state(self, state: str, detail: str) -> None:
+        log.info("stream %s", state, extra={"detail": detail} if detail else None)
+        if self.metrics is not None:
+            self.metrics.set_state("stream", state)
+        self.bus.publish(ConnectionChanged("stream", state, detail))
+
+    def _on_poller_state(self, state: str, detail: str) -> None:
+        if self.metrics is not None:
+            self.metrics.set_state("poller", "running" if state == "ok" else state)
+        self.bus.publish(ConnectionChanged("poller", state, detail))

@@ -1,0 +1,411 @@
+"""The twin's HTTP and WebSocket front (starlette): SPEC section 4 paths and section 6 socket.
+
+Decisions where SPEC.md is silent:
+
+* Every path is POST. batchCreate's signed text is the exact body as received (UTF-8). The
+  query endpoints' signed text is the query string as received; its percent-decoded form is
+  accepted too. Bodies of query endpoints are ignored.
+* HTTP 200 carries every envelope, success or venue error; HTTP 401 carries the envelope
+  ``{"error": true, "code": 401, "msg": "Unauthorized: <reason>"}`` for a missing or unknown
+  APIKEY, a missing signature or one that does not verify. ``Accept-Language`` is ignored
+  (texts are SPEC section 7's English ones). ``sid`` counts responses from 1.
+* Checks run: faults (latency, 503, 2329), authentication, timestamp (missing: 2002 on
+  batchCreate and balance, 2001 on the list endpoints, whose only listed code is 2001;
+  malformed or outside the window: ``2001 Illegal parameter:timestamp``), then the call.
+* batchCreate in ``partial`` mode answers code 200 with only the accepted orders, in
+  submission order; when every order is refused, the first refusal is the whole answer. In
+  ``atomic`` mode the first refused order's code is the whole answer and nothing executes.
+  Each accepted order is ``{"corderId"|"cOrderId": ..., "orderId": ..., "pairName": ...}``.
+* Position list and match list: pairName required (2001 when missing or unknown); pageNo is
+  1-based (default 1); pageSize defaults to 20 and may not exceed 100 (2001 pageSize); a
+  matchId that is not an integer is ``2001 Illegal parameter:matchId``.
+* Balance: a symbol the venue knows but the account does not hold gives 2122; a symbol the
+  venue does not know at all gives 4001.
+* WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
+  signature (over ``str(timestamp)``) does not verify, whose timestamp is outside the window
+  or which lacks pair/symbol is acknowledged with ``success: false`` and a reason in ``msg``,
+  and registers nothing. A text frame ``ping`` is answered ``pong``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from framework.twin import wire
+from framework.twin.auth import (
+    AuthRefused,
+    Credentials,
+    Verifier,
+    parse_timestamp,
+    within_window,
+)
+from framework.twin.counters import Counters
+from framework.twin.exchange import Exchange
+from framework.twin.faults import Faults
+from framework.twin.hub import Connection, Hub
+from framework.twin.orders import parse_orders
+from framework.twin.settings import TwinSettings
+from framework.venue.errors import render_message
+
+__all__ = ["BALANCE_PATH", "BATCH_PATH", "MATCHES_PATH", "POSITIONS_PATH", "TwinApp"]
+
+BATCH_PATH = "/api/third/hot/order/batchCreate"
+"""SPEC 4.1."""
+POSITIONS_PATH = "/api/third/hot/order/selectContractPositionList"
+"""SPEC 4.2."""
+BALANCE_PATH = "/api/third/hot/order/balance"
+"""SPEC 4.3."""
+MATCHES_PATH = "/api/third/order/selectContractMatchPairList"
+"""SPEC 4.4."""
+
+Aborter = Callable[[Any], bool]
+"""Closes the connection of an ASGI scope without an answer; False when it cannot."""
+
+
+class _Refused(Exception):
+    """A venue error answer for the whole call."""
+
+    def __init__(self, code: int, *params: object, msg: str | None = None) -> None:
+        self.code = code
+        self.msg = render_message(code, *params) if msg is None else msg
+
+
+class TwinApp:
+    """Routes SPEC calls to the exchange and pushes its events to the hub."""
+
+    def __init__(
+        self,
+        settings: TwinSettings,
+        *,
+        exchange: Exchange,
+        verifier: Verifier,
+        hub: Hub,
+        faults: Faults,
+        counters: Counters,
+        clock: Callable[[], float],
+        aborter: Aborter | None = None,
+    ) -> None:
+        """Wire the parts; clock gives seconds since the epoch."""
+        self.settings = settings
+        self.exchange = exchange
+        self.verifier = verifier
+        self.hub = hub
+        self.faults = faults
+        self.counters = counters
+        self.clock = clock
+        self.aborter = aborter
+        self._sid = 0
+        self._window_ms = int(settings.timestamp_window * 1000)
+        self._rules = {name: m.rules for name, m in exchange.markets.items()}
+        self.starlette = Starlette(
+            routes=[
+                Route(BATCH_PATH, self.batch_create, methods=["POST"]),
+                Route(POSITIONS_PATH, self.position_list, methods=["POST"]),
+                Route(BALANCE_PATH, self.balance, methods=["POST"]),
+                Route(MATCHES_PATH, self.match_list, methods=["POST"]),
+                WebSocketRoute(settings.ws_path, self.websocket),
+            ]
+        )
+
+    def now_ms(self) -> int:
+        """The twin's time in milliseconds."""
+        return int(self.clock() * 1000)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _answer(self, code: int, msg: str, data: Any, status: int = 200) -> Response:
+        self._sid += 1
+        body = orjson.dumps(wire.envelope(code, msg, data, self._sid))
+        return Response(body, status_code=status, media_type="application/json")
+
+    async def _pre(self, request: Request) -> Response | None:
+        """Latency and refusal faults, applied before anything else."""
+        self.counters.rest_calls += 1
+        delay = self.faults.rest_delay()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        refusal = self.faults.rest_refusal()
+        if refusal == "unavailable":
+            return Response(b"Service Unavailable", status_code=503, media_type="text/plain")
+        if refusal == "busy":
+            return self._answer(2329, render_message(2329), None)
+        return None
+
+    def _auth(self, request: Request, texts: tuple[str, ...]) -> Credentials:
+        headers = request.headers
+        return self.verifier.authenticate(
+            headers.get("apikey"),
+            headers.get("x-sapi-sign-type"),
+            headers.get("signature"),
+            texts,
+        )
+
+    def _unauthorized(self, reason: AuthRefused) -> Response:
+        self.counters.auth_failures += 1
+        return self._answer(401, f"Unauthorized: {reason}", None, status=401)
+
+    def _check_timestamp(self, value: object, *, missing_code: int) -> None:
+        if value is None:
+            raise _Refused(missing_code, "timestamp")
+        stamp = parse_timestamp(value)
+        if stamp is None or not within_window(stamp, self.now_ms(), self._window_ms):
+            raise _Refused(2001, "timestamp")
+
+    async def _query_call(self, request: Request) -> tuple[Credentials, dict[str, str]] | Response:
+        early = await self._pre(request)
+        if early is not None:
+            return early
+        raw = request.scope["query_string"].decode("latin-1")
+        decoded = unquote(raw)
+        texts = (raw,) if decoded == raw else (raw, decoded)
+        try:
+            credentials = self._auth(request, texts)
+        except AuthRefused as exc:
+            return self._unauthorized(exc)
+        return credentials, dict(parse_qsl(raw, keep_blank_values=True))
+
+    def _page(self, params: dict[str, str]) -> tuple[int, int]:
+        page_no = _positive(params.get("pageNo"), 1)
+        if page_no is None:
+            raise _Refused(2001, "pageNo")
+        page_size = _positive(params.get("pageSize"), self.settings.default_page_size)
+        if page_size is None or page_size > self.settings.max_page_size:
+            raise _Refused(2001, "pageSize")
+        return page_no, page_size
+
+    def _pair(self, params: dict[str, str]) -> str:
+        pair = params.get("pairName")
+        if not pair or pair not in self.exchange.markets:
+            raise _Refused(2001, "pairName")
+        return pair
+
+    # -- REST endpoints ----------------------------------------------------------------------
+
+    async def batch_create(self, request: Request) -> Response:
+        """SPEC 4.1: place up to 20 orders."""
+        early = await self._pre(request)
+        if early is not None:
+            return early
+        self.counters.batch_calls += 1
+        body = await request.body()
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return self._unauthorized(AuthRefused("signature does not verify"))
+        try:
+            credentials = self._auth(request, (text,))
+        except AuthRefused as exc:
+            return self._unauthorized(exc)
+        try:
+            payload = orjson.loads(body)
+            if type(payload) is not dict:
+                raise _Refused(2001, "body")
+            self._check_timestamp(payload.get("timestamp"), missing_code=2002)
+            items = parse_orders(
+                payload.get("orders"), self._rules, max_orders=self.settings.max_orders
+            )
+            if isinstance(items, tuple):
+                raise _Refused(items[0], msg=items[1])
+        except orjson.JSONDecodeError:
+            return self._answer(2001, render_message(2001, "body"), None)
+        except _Refused as exc:
+            return self._answer(exc.code, exc.msg, None)
+        outcome = self.exchange.submit(
+            credentials.user_id,
+            items,
+            self.now_ms(),
+            atomic=self.settings.batch_mode == "atomic",
+        )
+        self.hub.publish(outcome.events)
+        self.counters.orders_accepted += len(outcome.accepted)
+        self.counters.orders_refused += len(items) - len(outcome.accepted)
+        dropped = (
+            self.aborter is not None and self.faults.drop_response() and self.aborter(request.scope)
+        )
+        if dropped:
+            self.counters.dropped_responses += 1
+            # Wait until the server has seen its own close, so it sends nothing at all.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(request.receive(), 1.0)
+        if outcome.error is not None:
+            return self._answer(outcome.error[0], outcome.error[1], None)
+        key = self.settings.order_id_key
+        data = [{key: cid, "orderId": oid, "pairName": pair} for cid, oid, pair in outcome.accepted]
+        return self._answer(200, "SUCCESS", data)
+
+    async def position_list(self, request: Request) -> Response:
+        """SPEC 4.2: the account's open positions on a pair."""
+        call = await self._query_call(request)
+        if isinstance(call, Response):
+            return call
+        credentials, params = call
+        try:
+            self._check_timestamp(params.get("timestamp"), missing_code=2001)
+            pair = self._pair(params)
+            page_no, page_size = self._page(params)
+        except _Refused as exc:
+            return self._answer(exc.code, exc.msg, None)
+        account = self.exchange.accounts[credentials.user_id]
+        found = self.exchange.positions(credentials.user_id, pair)
+        start = (page_no - 1) * page_size
+        data = [
+            wire.position_object(self.exchange, account, p)
+            for p in found[start : start + page_size]
+        ]
+        return self._answer(200, "SUCCESS", data)
+
+    async def balance(self, request: Request) -> Response:
+        """SPEC 4.3: the balance of one settlement coin."""
+        call = await self._query_call(request)
+        if isinstance(call, Response):
+            return call
+        credentials, params = call
+        try:
+            self._check_timestamp(params.get("timestamp"), missing_code=2002)
+            symbol = params.get("symbol")
+            if not symbol:
+                raise _Refused(2002, "symbol")
+            balance = self.exchange.balance(credentials.user_id, symbol)
+            if balance is None:
+                raise _Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
+        except _Refused as exc:
+            return self._answer(exc.code, exc.msg, None)
+        return self._answer(200, "SUCCESS", wire.balance_object(credentials.user_id, balance))
+
+    async def match_list(self, request: Request) -> Response:
+        """SPEC 4.4: the account's matches on a pair, newest first."""
+        call = await self._query_call(request)
+        if isinstance(call, Response):
+            return call
+        credentials, params = call
+        try:
+            self._check_timestamp(params.get("timestamp"), missing_code=2001)
+            pair = self._pair(params)
+            page_no, page_size = self._page(params)
+            raw_before = params.get("matchId")
+            before = None
+            if raw_before:
+                before = parse_timestamp(raw_before)
+                if before is None:
+                    raise _Refused(2001, "matchId")
+        except _Refused as exc:
+            return self._answer(exc.code, exc.msg, None)
+        found = self.exchange.matches(
+            credentials.user_id, pair, before=before, page_no=page_no, page_size=page_size
+        )
+        return self._answer(200, "SUCCESS", [wire.match_object(m) for m in found])
+
+    # -- WebSocket ---------------------------------------------------------------------------
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        """SPEC section 6: subscriptions and pushes on one socket."""
+        await websocket.accept()
+
+        async def close(code: int) -> None:
+            await websocket.close(code)
+
+        connection = Connection(
+            websocket.send_text,
+            close,
+            limit=self.settings.ws_queue_limit,
+            counters=self.counters,
+        )
+        self.hub.add(connection)
+        sender = asyncio.create_task(connection.run(self.faults))
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                text = message.get("text")
+                if text is None:
+                    data = message.get("bytes") or b""
+                    text = data.decode("utf-8", "replace")
+                if text.strip().lower() == "ping":
+                    connection.enqueue("pong")
+                    continue
+                reply = self._subscribe(connection, text)
+                connection.enqueue(orjson.dumps(reply).decode())
+        except (WebSocketDisconnect, RuntimeError):
+            pass
+        finally:
+            self.hub.remove(connection)
+            connection.request_close()
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+
+    def _subscribe(self, connection: Connection, text: str) -> dict[str, Any]:
+        try:
+            message = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            message = None
+        if type(message) is not dict:
+            return {"event": "error", "success": False, "msg": "Illegal parameter:message"}
+        event = message.get("event")
+        pair = message.get("pair")
+        symbol = message.get("symbol")
+        name = event if isinstance(event, str) else "unknown"
+
+        def refuse(reason: str) -> dict[str, Any]:
+            self.counters.subscribe_refusals += 1
+            return wire.subscribe_ack(name, success=False, msg=reason, pair=pair, symbol=symbol)
+
+        if message.get("method") != "SUBSCRIBE":
+            return refuse(render_message(2001, "method"))
+        if event not in ("api_position", "api_account"):
+            return refuse(render_message(2001, "event"))
+        if event == "api_position" and not (isinstance(pair, str) and pair):
+            return refuse(render_message(2002, "pair"))
+        if event == "api_account" and not (isinstance(symbol, str) and symbol):
+            return refuse(render_message(2002, "symbol"))
+        if event == "api_position" and pair not in self.exchange.markets:
+            return refuse(render_message(2001, "pair"))
+        if event == "api_account" and not self.exchange.knows_coin(str(symbol)):
+            return refuse(render_message(2001, "symbol"))
+        timestamp = message.get("timestamp")
+        stamp = parse_timestamp(timestamp)
+        if stamp is None:
+            return refuse(render_message(2001, "timestamp"))
+        try:
+            credentials = self.verifier.authenticate(
+                message.get("apiKey"),
+                message.get("signType"),
+                message.get("signature"),
+                (str(timestamp),),
+            )
+        except AuthRefused as exc:
+            return refuse(f"Unauthorized: {exc}")
+        if not within_window(stamp, self.now_ms(), self._window_ms):
+            return refuse(render_message(2001, "timestamp"))
+        self.counters.subscriptions += 1
+        if event == "api_position":
+            assert isinstance(pair, str)
+            self.hub.subscribe_position(connection, credentials.user_id, pair)
+            return wire.subscribe_ack(
+                event, success=True, msg=f"Subscribe {event} success", pair=pair
+            )
+        assert isinstance(symbol, str)
+        self.hub.subscribe_account(connection, credentials.user_id, symbol)
+        return wire.subscribe_ack(
+            event, success=True, msg=f"Subscribe {event} success", symbol=symbol
+        )
+
+
+def _positive(value: str | None, default: int) -> int | None:
+    if value is None or value == "":
+        return default
+    if value.isascii() and value.isdigit() and len(value) <= 18 and int(value) > 0:
+        return int(value)
+    return None

@@ -1,0 +1,85 @@
+"""Resting GTC orders of one pair, ordered by price then time, popped when the mark crosses.
+
+Bids (long orders) fill when the mark falls to or below their price, asks (short orders) when
+it rises to or above it; within a side the best price goes first, then the oldest order.
+Removal is lazy: a cancelled order is flagged inactive and skipped when it reaches the top.
+"""
+
+from __future__ import annotations
+
+import heapq
+from decimal import Decimal
+
+import attrs
+
+__all__ = ["Book", "RestingOrder"]
+
+
+@attrs.define(slots=True, eq=False, kw_only=True)
+class RestingOrder:
+    """A GTC limit order waiting in the book; reserve is the margin and fee frozen for it."""
+
+    order_id: int
+    user_id: int
+    pair: str
+    client_order_id: str
+    is_long: bool
+    price: Decimal
+    remaining: Decimal
+    lever: int
+    position_type: int
+    reserve: Decimal
+    seq: int
+    active: bool = True
+
+
+class Book:
+    """The resting orders of one pair (two heaps with lazy deletion)."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._bids: list[tuple[Decimal, int, RestingOrder]] = []
+        self._asks: list[tuple[Decimal, int, RestingOrder]] = []
+        self._active = 0
+
+    def __len__(self) -> int:
+        """How many active orders rest in the book."""
+        return self._active
+
+    def add(self, order: RestingOrder) -> None:
+        """Put an order in the book."""
+        if order.is_long:
+            heapq.heappush(self._bids, (-order.price, order.seq, order))
+        else:
+            heapq.heappush(self._asks, (order.price, order.seq, order))
+        self._active += 1
+
+    def cancel(self, order: RestingOrder) -> None:
+        """Take an order out of the book (it is skipped when it reaches the top)."""
+        if order.active:
+            order.active = False
+            self._active -= 1
+
+    def pop_crossed(self, mark: Decimal) -> list[RestingOrder]:
+        """Remove and return the orders the mark crosses: bids first, each side best first."""
+        out: list[RestingOrder] = []
+        bids = self._bids
+        while bids and (not bids[0][2].active or -bids[0][0] >= mark):
+            order = heapq.heappop(bids)[2]
+            if order.active:
+                out.append(order)
+        asks = self._asks
+        while asks and (not asks[0][2].active or asks[0][0] <= mark):
+            order = heapq.heappop(asks)[2]
+            if order.active:
+                out.append(order)
+        for order in out:
+            order.active = False
+        self._active -= len(out)
+        return out
+
+    def orders(self) -> list[RestingOrder]:
+        """The active orders, bids then asks, each side best first."""
+        bids = sorted((e for e in self._bids if e[2].active), key=lambda e: (e[0], e[1]))
+        asks = sorted((e for e in self._asks if e[2].active), key=lambda e: (e[0], e[1]))
+        return [e[2] for e in bids] + [e[2] for e in asks]

@@ -1,0 +1,576 @@
+"""The twin's exchange: a pure state machine of accounts, positions, orders and fills.
+
+No I/O, no clock reads, no randomness: every operation takes ``now_ms`` and returns the events
+it caused (:mod:`framework.twin.events`), so the same calls always give the same state.
+
+Model (the business rules SPEC.md leaves "not shown", all documented choices):
+
+* One-way positions per account and pair. An order in the position's direction opens or
+  increases it (NEW, INCREASE); an order against it reduces or closes it (REDUCE, CLOSE) and
+  may not take it through zero (2318). An order whose positionType differs from the open
+  position's is refused with 2310.
+* Margin is ``quantity x price / lever`` (isolated and cross alike), frozen from the available
+  balance together with the fee. A resting GTC order that opens freezes its margin and maker
+  fee at its limit price until it fills. Amounts are rounded to the pair's settle decimals.
+* Balance refusals: 2201 when the available balance is zero or below (nothing to freeze),
+  2102 ``Insufficient balance:<coin>`` when it is positive but smaller than margin + fee.
+* Matching is against the mark: market orders and marketable limit orders fill at once as
+  taker at ``mark x (1 +/- slippage)`` (a limit order never beyond its limit), up to the
+  pair's liquidity per order (unlimited by default). IOC drops the unfilled rest; FOK fills
+  all or nothing (the order is still accepted, with no fill); GTC rests the rest, which fills
+  whole at its limit price, as maker, when the mark crosses it; POST_ONLY that would cross is
+  refused with ``2001 Illegal parameter:price`` (or accepted and cancelled, configurable).
+  A resting fill never flips a position (the excess is cancelled), and a resting fill that
+  would open with too little balance is cancelled.
+* Liquidation when the mark moves: an isolated position when its margin plus unrealized PnL
+  falls to its maintenance margin (``maintenance_margin_rate x quantity x mark``); cross
+  positions of one coin together when the available balance plus their margins and
+  unrealized PnL falls to their maintenance. Liquidation closes at the mark, with no fee, and
+  the loss is capped at the margin (isolated) or the margin plus available balance (cross).
+* Realized PnL and fees go to the available balance, so at every moment
+  ``available + frozen = initial - fees + realized PnL`` and ``frozen`` is the sum of open
+  margins and the reserves of resting orders.
+* Codes the model never gives: 2123 and 2124 (no failure mode of the hot account is
+  modelled) and 2331 (every pair always has a mark); 2329 only comes from fault injection.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import attrs
+
+from framework.twin.book import RestingOrder
+from framework.twin.events import BalanceChanged, Event, Match, PositionChanged
+from framework.twin.liquidation import liquidation_price, positions_to_liquidate
+from framework.twin.matching import plan_fill
+from framework.twin.savepoint import Savepoint, Sequences
+from framework.twin.settings import TwinSettings
+from framework.twin.state import Account, Balance, Market, Position, Refusal, pnl_at
+from framework.venue.codec import plain_decimal
+from framework.venue.errors import render_message
+from framework.venue.models import MatchType, OrderInput
+from framework.venue.rules import check_order, settle_coin_of
+
+__all__ = ["BatchOutcome", "Exchange"]
+
+_ZERO = Decimal(0)
+_ISOLATED = 3
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class BatchOutcome:
+    """The result of one batchCreate: accepted orders, refusals, whole-call error, events."""
+
+    accepted: list[tuple[str, int, str]]
+    refusals: list[tuple[int, int, str]]
+    error: Refusal | None
+    events: list[Event]
+
+
+class Exchange:
+    """Accounts, positions, resting orders and matching for every configured pair."""
+
+    def __init__(self, settings: TwinSettings) -> None:
+        """Build the markets of settings.pairs; accounts are added with open_account."""
+        self.fees = settings.fees
+        self.slippage = settings.slippage
+        self.maintenance_rate = settings.maintenance_margin_rate
+        self.post_only_reject = settings.post_only_crossing == "reject"
+        self._coin_ids: dict[str, int] = dict(settings.coins)
+        self.markets: dict[str, Market] = {}
+        next_pair_id = max((p.contract_pair_id or 0 for p in settings.pairs.values()), default=0)
+        for name, pair in settings.pairs.items():
+            pair_id = pair.contract_pair_id
+            if pair_id is None:
+                next_pair_id += 1
+                pair_id = next_pair_id
+            coin = settle_coin_of(name, pair.rules)
+            self.markets[name] = Market(
+                name=name,
+                settings=pair,
+                rules=pair.rules,
+                coin=coin,
+                coin_id=self.coin_id(coin),
+                contract_pair_id=pair_id,
+                mark=pair.initial_price,
+                money_exp=Decimal(1).scaleb(-pair.settle_decimals),
+                price_exp=Decimal(1).scaleb(-pair.rules.price_decimals),
+            )
+        self.accounts: dict[int, Account] = {}
+        self._ids = Sequences()
+
+    # -- accounts and reads ------------------------------------------------------------------
+
+    def coin_id(self, coin: str) -> int:
+        """The id of a coin; coins not configured get the next free id."""
+        found = self._coin_ids.get(coin)
+        if found is None:
+            found = self._coin_ids[coin] = max(self._coin_ids.values(), default=0) + 1
+        return found
+
+    def knows_coin(self, coin: str) -> bool:
+        """True when the coin is configured, settles a pair or is held by an account."""
+        return coin in self._coin_ids
+
+    def open_account(
+        self, user_id: int, address: str | None, balances: Mapping[str, Decimal]
+    ) -> Account:
+        """Create an account with its starting balances (replaces one with the same id)."""
+        account = Account(
+            user_id=user_id,
+            address=address,
+            balances={
+                coin: Balance(coin, self.coin_id(coin), Decimal(amount))
+                for coin, amount in balances.items()
+            },
+        )
+        self.accounts[user_id] = account
+        return account
+
+    def positions(self, user_id: int, pair: str) -> list[Position]:
+        """The open positions of an account on a pair (at most one, one-way mode)."""
+        position = self.accounts[user_id].positions.get(pair)
+        return [position] if position is not None else []
+
+    def balance(self, user_id: int, coin: str) -> Balance | None:
+        """The balance of one coin of an account, None when the account has no such coin."""
+        return self.accounts[user_id].balances.get(coin)
+
+    def resting_orders(self, pair: str) -> list[RestingOrder]:
+        """The active resting orders of a pair, bids then asks."""
+        return self.markets[pair].book.orders()
+
+    def matches(
+        self, user_id: int, pair: str, *, before: int | None, page_no: int, page_size: int
+    ) -> list[Match]:
+        """One page of an account's matches on a pair, newest first, ids below ``before``."""
+        found = self.accounts[user_id].matches.get(pair)
+        if not found:
+            return []
+        end = len(found) if before is None else bisect_left(found, before, key=_match_id)
+        high = end - (page_no - 1) * page_size
+        if high <= 0:
+            return []
+        return found[max(0, high - page_size) : high][::-1]
+
+    def unrealized_pnl(self, position: Position) -> Decimal:
+        """The PnL of a position if it closed at the mark now."""
+        market = self.markets[position.pair]
+        return pnl_at(position, market.mark, position.quantity).quantize(market.money_exp)
+
+    def liquidation_price(self, position: Position) -> Decimal | None:
+        """The mark at which an isolated position is liquidated; None for cross."""
+        market = self.markets[position.pair]
+        return liquidation_price(position, self.maintenance_rate, market.price_exp)
+
+    @property
+    def last_log_id(self) -> int:
+        """The logId of the latest balance change (0 before any)."""
+        return self._ids.log_id
+
+    def can_close(self, account: Account, position: Position) -> Decimal:
+        """The quantity of a position not yet claimed by resting orders against it."""
+        claimed = account.resting.get((position.pair, not position.is_long), _ZERO)
+        return max(position.quantity - claimed, _ZERO)
+
+    # -- orders ------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        user_id: int,
+        items: Sequence[OrderInput | Refusal],
+        now_ms: int,
+        *,
+        atomic: bool,
+    ) -> BatchOutcome:
+        """Place a batch; items already refused by parsing are passed as (code, message)."""
+        account = self.accounts[user_id]
+        now = datetime.fromtimestamp(now_ms / 1000, UTC)
+        events: list[Event] = []
+        accepted: list[tuple[str, int, str]] = []
+        refusals: list[tuple[int, int, str]] = []
+        seen: set[str] = set()
+        savepoint = Savepoint.take(account, self.markets, self._ids, items) if atomic else None
+        for index, item in enumerate(items):
+            if isinstance(item, tuple):
+                result: int | Refusal = item
+            else:
+                result = self._place(account, item, now_ms, now, events, seen)
+            if isinstance(result, int):
+                assert not isinstance(item, tuple)
+                accepted.append((item.client_order_id, result, item.pair_name))
+                continue
+            if savepoint is not None:
+                savepoint.restore(account, self.markets, self._ids, [a[0] for a in accepted])
+                return BatchOutcome(accepted=[], refusals=[], error=result, events=[])
+            refusals.append((index, result[0], result[1]))
+        error = None
+        if not accepted and refusals:
+            error = (refusals[0][1], refusals[0][2])
+        return BatchOutcome(accepted=accepted, refusals=refusals, error=error, events=events)
+
+    def _place(
+        self,
+        account: Account,
+        order: OrderInput,
+        now_ms: int,
+        now: datetime,
+        events: list[Event],
+        seen: set[str],
+    ) -> int | Refusal:
+        """Check and execute one order; nothing changes unless it is accepted."""
+        market = self.markets[order.pair_name]
+        rules = market.rules
+        client_id = order.client_order_id
+        if client_id in seen or client_id in account.client_ids:
+            seen.add(client_id)
+            return 2001, render_message(2001, "clientOrderId")
+        seen.add(client_id)
+        failure = check_order(rules, order, now=now, mark_price=market.mark)
+        if failure is not None:
+            return failure
+        balance = account.balances.get(market.coin)
+        if balance is None:
+            return 2330, render_message(2330)
+        pair = market.name
+        is_long = order.is_long
+        qty = order.quantity
+        position = account.positions.get(pair)
+        opposite = position is not None and position.is_long != is_long
+        if position is not None:
+            if position.position_type != int(order.position_type):
+                return 2310, render_message(2310)
+            if opposite and qty > position.quantity:
+                return 2318, render_message(2318)
+        if not opposite:
+            held = (position.quantity if position is not None else _ZERO) + account.resting.get(
+                (pair, is_long), _ZERO
+            )
+            if held + qty > rules.max_one_way_quantity:
+                return 2305, render_message(2305, plain_decimal(rules.max_one_way_quantity))
+            if market.total_quantity + qty > rules.max_total_quantity:
+                return 2306, render_message(2306, plain_decimal(rules.max_total_quantity))
+        plan = plan_fill(market, order, self.slippage)
+        fill, price, rest, crossing = plan.fill, plan.price, plan.rest, plan.crossing
+        cancel_all = False
+        if order.match_type == MatchType.POST_ONLY and crossing:
+            if self.post_only_reject:
+                return 2001, render_message(2001, "price")
+            cancel_all = True
+            fill = rest = _ZERO
+        lever = order.lever
+        need = _ZERO
+        reserve = _ZERO
+        if not opposite:
+            notional = fill * price
+            need = (notional / lever).quantize(market.money_exp) + (
+                notional * self.fees.taker
+            ).quantize(market.money_exp)
+        if rest and not opposite:
+            assert order.price is not None
+            rest_notional = rest * order.price
+            reserve = (rest_notional / lever).quantize(market.money_exp) + (
+                rest_notional * self.fees.maker
+            ).quantize(market.money_exp)
+            need += reserve
+        if need > balance.available:
+            if balance.available <= 0:
+                return 2201, render_message(2201)
+            return 2102, render_message(2102, market.coin)
+        self._ids.order_id += 1
+        order_id = self._ids.order_id
+        account.client_ids.add(client_id)
+        if cancel_all:
+            return order_id
+        if fill:
+            self._fill(
+                account,
+                market,
+                order_id,
+                is_long,
+                fill,
+                price,
+                lever,
+                int(order.position_type),
+                True,
+                order.is_market,
+                now_ms,
+                events,
+            )
+        if rest:
+            assert order.price is not None
+            self._ids.seq += 1
+            resting = RestingOrder(
+                order_id=order_id,
+                user_id=account.user_id,
+                pair=pair,
+                client_order_id=client_id,
+                is_long=is_long,
+                price=order.price,
+                remaining=rest,
+                lever=lever,
+                position_type=int(order.position_type),
+                reserve=reserve,
+                seq=self._ids.seq,
+            )
+            market.book.add(resting)
+            key = (pair, is_long)
+            account.resting[key] = account.resting.get(key, _ZERO) + rest
+            if reserve:
+                balance.available -= reserve
+                balance.frozen += reserve
+                self._balance_event(account, balance, -reserve, events)
+        return order_id
+
+    # -- fills -------------------------------------------------------------------------------
+
+    def _fill(
+        self,
+        account: Account,
+        market: Market,
+        order_id: int,
+        is_long: bool,
+        qty: Decimal,
+        price: Decimal,
+        lever: int,
+        position_type: int,
+        taker: bool,
+        is_market: bool,
+        now_ms: int,
+        events: list[Event],
+        *,
+        released_reserve: Decimal = _ZERO,
+        liquidation: bool = False,
+    ) -> None:
+        """Apply one fill to the account's position and balance; report both changes."""
+        exp = market.money_exp
+        pair = market.name
+        balance = account.balances[market.coin]
+        notional = qty * price
+        fee = (
+            _ZERO
+            if liquidation
+            else (notional * (self.fees.taker if taker else self.fees.maker)).quantize(exp)
+        )
+        position = account.positions.get(pair)
+        pnl = _ZERO
+        before = balance.available
+        balance.available += released_reserve
+        balance.frozen -= released_reserve
+        if position is None or position.is_long == is_long:
+            margin = (notional / lever).quantize(exp)
+            balance.available -= margin + fee
+            balance.frozen += margin
+            market.total_quantity += qty
+            if position is None:
+                self._ids.position_id += 1
+                position = Position(
+                    id=self._ids.position_id,
+                    user_id=account.user_id,
+                    pair=pair,
+                    is_long=is_long,
+                    quantity=qty,
+                    opening_price=price,
+                    margin=margin,
+                    lever=lever,
+                    position_type=position_type,
+                    entrust_id=order_id,
+                    fees=fee,
+                    create_ms=now_ms,
+                )
+                account.positions[pair] = position
+                market.holders[account.user_id] = None
+                change = "NEW"
+            else:
+                total = position.quantity + qty
+                position.opening_price = (
+                    (position.quantity * position.opening_price + notional) / total
+                ).quantize(exp)
+                position.quantity = total
+                position.margin += margin
+                position.fees += fee
+                change = "INCREASE"
+            is_close = False
+        else:
+            closes = qty == position.quantity
+            released = (
+                position.margin
+                if closes
+                else (position.margin * qty / position.quantity).quantize(exp)
+            )
+            pnl = pnl_at(position, price, qty).quantize(exp)
+            if liquidation:
+                floor = released
+                if position.position_type != _ISOLATED:
+                    floor += max(balance.available, _ZERO)
+                pnl = max(pnl, -floor)
+            position.quantity -= qty
+            position.margin -= released
+            position.realized_pnl += pnl
+            position.fees += fee
+            balance.frozen -= released
+            balance.available += released + pnl - fee
+            market.total_quantity -= qty
+            if closes:
+                del account.positions[pair]
+                del market.holders[account.user_id]
+            change = "LIQUIDATE" if liquidation else ("CLOSE" if closes else "REDUCE")
+            is_close = True
+        self._ids.match_id += 1
+        account.matches.setdefault(pair, []).append(
+            Match(
+                id=self._ids.match_id,
+                order_id=order_id,
+                position_id=position.id,
+                contract_pair_id=market.contract_pair_id,
+                time_ms=now_ms,
+                pair=pair,
+                coin=market.coin,
+                settle_decimals=market.settings.settle_decimals,
+                lever=lever,
+                is_market=is_market,
+                is_close=is_close,
+                is_long=is_long,
+                is_taker=taker,
+                price=price,
+                quantity=qty,
+                amount=notional,
+                fee=fee,
+                profit_loss=pnl,
+                opening_price=position.opening_price,
+                address=account.address,
+                delivery_time=market.rules.delivery_time,
+            )
+        )
+        events.append(
+            PositionChanged(
+                user_id=account.user_id,
+                pair=pair,
+                change_type=change,
+                position_id=position.id,
+                is_long=position.is_long,
+                current_quantity=position.quantity,
+                operate_quantity=qty,
+                can_closed_quantity=self.can_close(account, position),
+                contract_pair_id=market.contract_pair_id,
+                position_type=position.position_type,
+                opening_price=position.opening_price,
+                margin_amount=position.margin,
+                margin_call_amount=_ZERO,
+            )
+        )
+        self._balance_event(account, balance, balance.available - before, events)
+
+    def _balance_event(
+        self, account: Account, balance: Balance, operate: Decimal, events: list[Event]
+    ) -> None:
+        self._ids.log_id += 1
+        events.append(
+            BalanceChanged(
+                user_id=account.user_id,
+                coin=balance.coin,
+                coin_id=balance.coin_id,
+                available=balance.available,
+                frozen=balance.frozen,
+                log_id=self._ids.log_id,
+                operate_amount=operate,
+            )
+        )
+
+    # -- marks -------------------------------------------------------------------------------
+
+    def set_mark(self, pair: str, price: Decimal, now_ms: int) -> list[Event]:
+        """Move a pair's mark: fill the resting orders it crosses, then liquidate."""
+        market = self.markets[pair]
+        if price <= 0:
+            raise ValueError(f"a mark price must be positive, got {price}")
+        market.mark = price
+        events: list[Event] = []
+        for order in market.book.pop_crossed(price):
+            self._fill_resting(market, order, now_ms, events)
+        self._liquidate(market, now_ms, events)
+        return events
+
+    def _fill_resting(
+        self, market: Market, order: RestingOrder, now_ms: int, events: list[Event]
+    ) -> None:
+        account = self.accounts[order.user_id]
+        key = (market.name, order.is_long)
+        account.resting[key] = account.resting.get(key, _ZERO) - order.remaining
+        balance = account.balances[market.coin]
+        position = account.positions.get(market.name)
+        qty = order.remaining
+        opens = position is None or position.is_long == order.is_long
+        if not opens:
+            assert position is not None
+            if position.position_type != order.position_type:
+                qty = _ZERO
+            qty = min(qty, position.quantity)
+        else:
+            if position is not None and position.position_type != order.position_type:
+                qty = _ZERO
+            notional = qty * order.price
+            need = (notional / order.lever).quantize(market.money_exp) + (
+                notional * self.fees.maker
+            ).quantize(market.money_exp)
+            if need > balance.available + order.reserve:
+                qty = _ZERO
+        if not qty:
+            if order.reserve:
+                balance.available += order.reserve
+                balance.frozen -= order.reserve
+                self._balance_event(account, balance, order.reserve, events)
+            return
+        self._fill(
+            account,
+            market,
+            order.order_id,
+            order.is_long,
+            qty,
+            order.price,
+            order.lever,
+            order.position_type,
+            False,
+            False,
+            now_ms,
+            events,
+            released_reserve=order.reserve,
+        )
+
+    def _liquidate(self, market: Market, now_ms: int, events: list[Event]) -> None:
+        due = positions_to_liquidate(market, self.accounts, self.markets, self.maintenance_rate)
+        for account, position in due:
+            self._close_at_mark(account, self.markets[position.pair], position, now_ms, events)
+
+    def _close_at_mark(
+        self,
+        account: Account,
+        market: Market,
+        position: Position,
+        now_ms: int,
+        events: list[Event],
+    ) -> None:
+        self._ids.order_id += 1
+        self._fill(
+            account,
+            market,
+            self._ids.order_id,
+            not position.is_long,
+            position.quantity,
+            market.mark,
+            position.lever,
+            position.position_type,
+            True,
+            True,
+            now_ms,
+            events,
+            liquidation=True,
+        )
+
+
+def _match_id(match: Match) -> int:
+    return match.id

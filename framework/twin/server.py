@@ -1,0 +1,336 @@
+"""VenueTwin: the twin served by uvicorn inside the caller's asyncio loop.
+
+::
+
+    async with VenueTwin(settings, port=0) as twin:     # port 0: a free port is picked
+        twin.base_url, twin.ws_url                      # http://127.0.0.1:PORT, ws://.../api/market/ws
+        twin.set_mark("ETH-USD", Decimal("2010"))       # move prices by hand (fills, liquidations)
+        twin.step()                                     # or one tick of the price model
+        twin.faults.configure(busy_rate=0.5)            # inject faults at run time
+        twin.counters.busy_answers                      # and count them
+
+The twin is asyncio-only (uvicorn). It never installs signal handlers and never configures
+logging, so it is safe to embed in the daemon or a test. With ``prices.tick_interval`` above
+zero a background task steps the price model; with ``faults.ws_disconnect_every`` above zero
+another closes every WebSocket periodically. Time comes from ``clock`` (seconds since the
+epoch); randomness from ``random.Random`` seeded with ``settings.seed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import socket
+import time
+from collections.abc import Callable, Generator, Mapping
+from decimal import Decimal
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from uvicorn.config import WS_PROTOCOLS
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from framework.twin.app import TwinApp
+from framework.twin.auth import Credentials, Verifier
+from framework.twin.counters import Counters
+from framework.twin.demo import DEMO_ADDRESS, DEMO_API_KEY
+from framework.twin.exchange import Exchange
+from framework.twin.faults import Faults
+from framework.twin.hub import Hub
+from framework.twin.prices import RandomWalk, build_price_model
+from framework.twin.settings import TwinSettings
+from framework.venue.rules import settle_coin_of
+
+__all__ = ["VenueTwin"]
+
+_Peer = tuple[str, int]
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handlers alone and stops as soon as asked."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        """Wrap uvicorn.Server with a stop event."""
+        super().__init__(config)
+        self._stop = asyncio.Event()
+
+    def request_stop(self) -> None:
+        """Begin the graceful shutdown now."""
+        self.should_exit = True
+        self._stop.set()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        """Embedded: the owner of the loop decides what signals do."""
+        yield
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop (a tick every 0.1 s for the Date header) that wakes on stop."""
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), 0.1)
+
+
+def _tracking_protocol(registry: dict[_Peer, asyncio.Transport]) -> type[HttpToolsProtocol]:
+    """An HTTP protocol class that records each connection's transport by peer address."""
+
+    class TrackedHttp(HttpToolsProtocol):
+        """HttpToolsProtocol that lets the app close a connection without an answer."""
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            """Remember the transport under the peer address the ASGI scope reports."""
+            super().connection_made(transport)
+            peer = transport.get_extra_info("peername")
+            if isinstance(peer, tuple) and len(peer) >= 2:
+                registry[(str(peer[0]), int(peer[1]))] = transport
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            """Forget the transport."""
+            peer = self.transport.get_extra_info("peername")
+            if isinstance(peer, tuple) and len(peer) >= 2:
+                registry.pop((str(peer[0]), int(peer[1])), None)
+            super().connection_lost(exc)
+
+    return TrackedHttp
+
+
+class VenueTwin:
+    """A local exchange speaking SPEC.md over real sockets; an async context manager."""
+
+    def __init__(
+        self,
+        settings: TwinSettings | None = None,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """Build the twin; host/port override the settings (port 0: any free port)."""
+        self.settings = settings if settings is not None else TwinSettings()
+        self.host = host if host is not None else self.settings.host
+        self._requested_port = port if port is not None else self.settings.port
+        self.clock = clock
+        seed = self.settings.seed
+        self.counters = Counters()
+        self.faults = Faults(self.settings.faults, random.Random(f"{seed}:faults"), self.counters)
+        self.exchange = Exchange(self.settings)
+        self.verifier = Verifier(default_sign_type=self.settings.default_sign_type)
+        self.hub = Hub(self.faults, self.counters)
+        self.prices = build_price_model(self.settings, random.Random(f"{seed}:prices"))
+        for pair, price in self.prices.start().items():
+            if pair in self.exchange.markets:
+                self.exchange.markets[pair].mark = price
+        self._transports: dict[_Peer, asyncio.Transport] = {}
+        self.app = TwinApp(
+            self.settings,
+            exchange=self.exchange,
+            verifier=self.verifier,
+            hub=self.hub,
+            faults=self.faults,
+            counters=self.counters,
+            clock=clock,
+            aborter=self._abort,
+        )
+        self._next_user_id = 0
+        for account in self.settings.accounts:
+            self.add_account(
+                account.api_key,
+                address=account.address,
+                hmac_secret=account.hmac_secret,
+                ed25519_public_key=account.ed25519_public_key,
+                balances=account.balances,
+                user_id=account.user_id,
+            )
+        if self.settings.demo_account and self.verifier.lookup(DEMO_API_KEY) is None:
+            self.demo_user_id: int | None = self.add_account(
+                DEMO_API_KEY,
+                address=DEMO_ADDRESS,
+                balances={coin: self.settings.demo_balance for coin in self.settle_coins()},
+            )
+        else:
+            self.demo_user_id = None
+        self._server: _QuietServer | None = None
+        self._serve_task: asyncio.Task[None] | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self._socket: socket.socket | None = None
+        self.port = self._requested_port
+
+    # -- accounts, prices, faults ------------------------------------------------------------
+
+    def settle_coins(self) -> list[str]:
+        """The settlement coins of the configured pairs, in pair order, once each."""
+        coins = [settle_coin_of(name, m.rules) for name, m in self.exchange.markets.items()]
+        return list(dict.fromkeys(coins))
+
+    def add_account(
+        self,
+        api_key: str,
+        *,
+        address: str | None = None,
+        hmac_secret: str | None = None,
+        ed25519_public_key: str | None = None,
+        balances: Mapping[str, Decimal] | None = None,
+        user_id: int | None = None,
+    ) -> int:
+        """Register an API client with starting balances; returns its user id."""
+        if user_id is None:
+            user_id = max([self._next_user_id, *self.exchange.accounts]) + 1
+        self._next_user_id = max(self._next_user_id, user_id)
+        self.verifier.add(
+            Credentials(
+                user_id=user_id,
+                api_key=api_key,
+                address=address,
+                hmac_secret=hmac_secret,
+                ed25519_public_key=ed25519_public_key,
+            )
+        )
+        self.exchange.open_account(user_id, address, dict(balances or {}))
+        return user_id
+
+    def now_ms(self) -> int:
+        """The twin's clock in milliseconds."""
+        return int(self.clock() * 1000)
+
+    def mark(self, pair: str) -> Decimal:
+        """The current mark price of a pair."""
+        return self.exchange.markets[pair].mark
+
+    def set_mark(self, pair: str, price: Decimal | str | int) -> None:
+        """Move a pair's mark now: resting orders fill, positions liquidate, pushes go out."""
+        value = Decimal(price)
+        if isinstance(self.prices, RandomWalk):
+            self.prices.set(pair, value)
+        self.hub.publish(self.exchange.set_mark(pair, value, self.now_ms()))
+
+    def step(self, ticks: int = 1) -> None:
+        """Advance the price model by ticks, applying each new mark."""
+        for _ in range(ticks):
+            for pair, price in self.prices.step().items():
+                if pair in self.exchange.markets:
+                    self.hub.publish(self.exchange.set_mark(pair, price, self.now_ms()))
+
+    def disconnect_websockets(self) -> int:
+        """Close every WebSocket from the server side now; returns how many (counted)."""
+        closed = self.hub.disconnect_all()
+        self.counters.ws_disconnects += closed
+        return closed
+
+    def _abort(self, scope: Any) -> bool:
+        client = scope.get("client")
+        transport = self._transports.get(tuple(client)) if client else None
+        if transport is None:
+            return False
+        transport.abort()
+        return True
+
+    # -- serving -----------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """http://HOST:PORT, the SPEC's {base_url}."""
+        return f"http://{self._url_host()}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        """ws://HOST:PORT/api/market/ws (the configured ws_path)."""
+        return f"ws://{self._url_host()}:{self.port}{self.settings.ws_path}"
+
+    def _url_host(self) -> str:
+        return f"[{self.host}]" if ":" in self.host else self.host
+
+    async def __aenter__(self) -> VenueTwin:
+        """Bind, start serving and the background tasks; returns when ready."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        # proto IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
+        # listening socket says TCP, and without it every answer waits on delayed ACKs (40 ms).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.bind((self.host, self._requested_port))
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app.starlette,
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            log_level="warning",
+            http=_tracking_protocol(self._transports),
+            # The sans-I/O implementation suits websockets >= 14; older uvicorns lack it.
+            ws="websockets-sansio" if "websockets-sansio" in WS_PROTOCOLS else "websockets",
+            # No permessage-deflate: pushes are small and compressing each costs more CPU
+            # than it saves on loopback; clients that offer it simply get plain frames.
+            ws_per_message_deflate=False,
+            backlog=2048,
+            timeout_graceful_shutdown=2,
+        )
+        self._server = _QuietServer(config)
+        self._serve_task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._serve_task.done():
+                self._serve_task.result()
+                raise RuntimeError("the venue twin stopped while starting")
+            await asyncio.sleep(0.005)
+        self._background.append(asyncio.create_task(self._tick_loop()))
+        self._background.append(asyncio.create_task(self._disconnect_loop()))
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the background tasks and the server, closing every connection."""
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop serving (idempotent)."""
+        for task in self._background:
+            task.cancel()
+        for task in self._background:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._background.clear()
+        self.hub.disconnect_all()
+        if self._server is not None and self._serve_task is not None:
+            self._server.request_stop()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._serve_task), 5)
+            except TimeoutError:
+                self._server.force_exit = True
+                with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                    await asyncio.wait_for(self._serve_task, 2)
+            self._server = None
+            self._serve_task = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    async def _tick_loop(self) -> None:
+        interval = self.settings.prices.tick_interval
+        if interval <= 0:
+            return
+        while True:
+            await asyncio.sleep(interval)
+            self.step()
+
+    async def _disconnect_loop(self) -> None:
+        while True:
+            every = self.faults.settings.ws_disconnect_every
+            if every <= 0:
+                await asyncio.sleep(0.1)
+                continue
+            await asyncio.sleep(every)
+            if self.faults.settings.ws_disconnect_every > 0:
+                self.disconnect_websockets()

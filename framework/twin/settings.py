@@ -1,0 +1,287 @@
+"""Configuration of the venue twin: attrs records loaded from YAML through cattrs.
+
+Every choice the twin makes where SPEC.md says "not shown" is a key here (see
+``configs/venue.yaml`` for a commented example). Unknown keys are refused, so a typo fails
+loudly; errors are :class:`~framework.venue.errors.ConfigError` naming the file and the path
+of every bad value (``$.pairs['ETH-USD'].rules.max_lever``). Decimals may be written as YAML
+numbers or strings; strings are exact and preferred. Date-times without a zone are UTC.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import cattrs
+import yaml
+from cattrs.v import format_exception
+
+from framework.venue.errors import ConfigError
+from framework.venue.rules import PairRules
+
+__all__ = [
+    "AccountSettings",
+    "FaultSettings",
+    "FeeSettings",
+    "PairSettings",
+    "PriceSettings",
+    "TwinSettings",
+    "load_settings",
+    "settings_from_mapping",
+]
+
+_PAIR_NAME = re.compile(r"[A-Z0-9]+-[A-Z0-9]+")
+_ADDRESS = re.compile(r"0[xX][0-9a-fA-F]{40}")
+
+
+def _share(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{attribute.name} is a share between 0 and 1, got {value}")
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"{attribute.name} must not be negative, got {value}")
+
+
+def _default_pairs() -> dict[str, PairSettings]:
+    return {
+        "ETH-USD": PairSettings(initial_price=Decimal("2000"), contract_pair_id=1),
+        "BTC-USD": PairSettings(
+            initial_price=Decimal("60000"),
+            contract_pair_id=2,
+            rules=PairRules(quantity_decimals=4, min_quantity=Decimal("0.0001")),
+        ),
+    }
+
+
+@attrs.frozen(kw_only=True)
+class FeeSettings:
+    """Fee rates charged on the notional of every fill (maker: resting GTC fills)."""
+
+    maker: Decimal = attrs.field(default=Decimal("0.0002"), validator=_non_negative)
+    taker: Decimal = attrs.field(default=Decimal("0.0005"), validator=_non_negative)
+
+
+@attrs.frozen(kw_only=True)
+class PairSettings:
+    """One contract pair: its rules, starting mark, ids and liquidity."""
+
+    initial_price: Decimal = Decimal("2000")
+    contract_pair_id: int | None = None
+    liquidity: Decimal | None = attrs.field(default=None, validator=_non_negative)
+    settle_decimals: int = 8
+    rules: PairRules = PairRules()
+
+
+@attrs.frozen(kw_only=True)
+class AccountSettings:
+    """An API client the twin accepts; at least one of address, hmac_secret, ed25519_public_key."""
+
+    api_key: str
+    address: str | None = None
+    hmac_secret: str | None = attrs.field(default=None, repr=False)
+    ed25519_public_key: str | None = None
+    balances: dict[str, Decimal] = attrs.field(factory=dict)
+    user_id: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        """Refuse an account no signature could ever verify, or a malformed address."""
+        if not self.api_key:
+            raise ValueError("api_key must not be empty")
+        if self.address is None and self.hmac_secret is None and self.ed25519_public_key is None:
+            raise ValueError(
+                "an account needs address (sign type 2), hmac_secret (1) or ed25519_public_key (3)"
+            )
+        if self.address is not None and _ADDRESS.fullmatch(self.address) is None:
+            raise ValueError("address must be 0x followed by 40 hex characters")
+        for coin, amount in self.balances.items():
+            if amount < 0:
+                raise ValueError(f"balance of {coin} must not be negative")
+
+
+@attrs.frozen(kw_only=True)
+class PriceSettings:
+    """How mark prices move: a seeded random walk or a CSV track, one tick per interval."""
+
+    model: Literal["random_walk", "csv"] = "random_walk"
+    tick_interval: float = attrs.field(default=1.0, validator=_non_negative)
+    max_step_ticks: int = attrs.field(default=5, validator=_non_negative)
+    csv_path: str | None = None
+    loop: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        """A CSV model needs its file."""
+        if self.model == "csv" and not self.csv_path:
+            raise ValueError("prices.model csv needs prices.csv_path")
+
+
+@attrs.define(kw_only=True)
+class FaultSettings:
+    """Injected faults; shares are probabilities per call or per push (0 disables)."""
+
+    latency: float = attrs.field(default=0.0, validator=_non_negative)
+    latency_jitter: float = attrs.field(default=0.0, validator=_non_negative)
+    busy_rate: float = attrs.field(default=0.0, validator=_share)
+    unavailable_rate: float = attrs.field(default=0.0, validator=_share)
+    drop_response_rate: float = attrs.field(default=0.0, validator=_share)
+    ws_disconnect_every: float = attrs.field(default=0.0, validator=_non_negative)
+    push_duplicate_rate: float = attrs.field(default=0.0, validator=_share)
+    push_reorder_rate: float = attrs.field(default=0.0, validator=_share)
+    stale_account_rate: float = attrs.field(default=0.0, validator=_share)
+
+
+@attrs.frozen(kw_only=True)
+class TwinSettings:
+    """Everything the twin needs to run; the defaults give a working two-pair USD venue."""
+
+    host: str = "127.0.0.1"
+    port: int = 8400
+    seed: int = 1
+    ws_path: str = "/api/market/ws"
+    batch_mode: Literal["partial", "atomic"] = "partial"
+    order_id_key: Literal["corderId", "cOrderId"] = "corderId"
+    timestamp_window: float = attrs.field(default=30.0, validator=_non_negative)
+    default_sign_type: int = 2
+    max_orders: int = 20
+    default_page_size: int = 20
+    max_page_size: int = 100
+    post_only_crossing: Literal["reject", "cancel"] = "reject"
+    fees: FeeSettings = FeeSettings()
+    slippage: Decimal = attrs.field(default=Decimal("0.0005"), validator=_non_negative)
+    maintenance_margin_rate: Decimal = attrs.field(
+        default=Decimal("0.005"), validator=_non_negative
+    )
+    coins: dict[str, int] = attrs.field(factory=lambda: {"USD": 1})
+    pairs: dict[str, PairSettings] = attrs.field(factory=_default_pairs)
+    accounts: list[AccountSettings] = attrs.field(factory=list)
+    demo_account: bool = True
+    demo_balance: Decimal = attrs.field(default=Decimal("100000"), validator=_non_negative)
+    prices: PriceSettings = PriceSettings()
+    faults: FaultSettings = attrs.field(factory=FaultSettings)
+    ws_queue_limit: int = 10000
+
+    def __attrs_post_init__(self) -> None:
+        """Check what no single field can: pair names, unique keys and ids."""
+        if not self.pairs:
+            raise ValueError("at least one pair is needed")
+        for name in self.pairs:
+            if _PAIR_NAME.fullmatch(name) is None:
+                raise ValueError(f"pair name {name!r} is not of the form BASE-QUOTE")
+        keys = [a.api_key for a in self.accounts]
+        if len(set(keys)) != len(keys):
+            raise ValueError("api_key values of accounts must be unique")
+        if self.default_sign_type not in (1, 2, 3):
+            raise ValueError("default_sign_type must be 1, 2 or 3")
+        if not 1 <= self.default_page_size <= self.max_page_size:
+            raise ValueError("default_page_size must be between 1 and max_page_size")
+
+
+def _structure_decimal(value: Any, _type: Any) -> Decimal:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a decimal, got {value!r}")
+    if isinstance(value, float):
+        # YAML numbers arrive as floats: their shortest repr is the text the user wrote.
+        value = repr(value)
+    if not isinstance(value, str | int):
+        raise ValueError(f"expected a decimal, got {value!r}")
+    try:
+        result = Decimal(value)
+    except InvalidOperation:
+        raise ValueError(f"expected a decimal, got {value!r}") from None
+    if not result.is_finite():
+        raise ValueError(f"expected a finite decimal, got {value!r}")
+    return result
+
+
+def _structure_datetime(value: Any, _type: Any) -> datetime:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise ValueError(f"expected a date-time, got {value!r}")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def _structure_int(value: Any, _type: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _structure_float(value: Any, _type: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _structure_str(value: Any, _type: Any) -> str:
+    if not isinstance(value, str):
+        # The value is not echoed: string fields include secrets (hmac_secret).
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _structure_bool(value: Any, _type: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def _describe(exc: BaseException, type_: Any) -> str:
+    """cattrs' text for an error, with the reason of a ValueError kept."""
+    if type(exc) is ValueError and str(exc):
+        return f"invalid value: {exc}"
+    return format_exception(exc, type_)
+
+
+def _converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(Decimal, _structure_decimal)
+    conv.register_structure_hook(datetime, _structure_datetime)
+    conv.register_structure_hook(int, _structure_int)
+    conv.register_structure_hook(float, _structure_float)
+    conv.register_structure_hook(str, _structure_str)
+    conv.register_structure_hook(bool, _structure_bool)
+    return conv
+
+
+_CONVERTER = _converter()
+
+
+def settings_from_mapping(
+    data: Mapping[str, Any] | None, *, source: str = "<settings>"
+) -> TwinSettings:
+    """Structure a parsed YAML/JSON mapping into TwinSettings, or raise ConfigError."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: the top level must be a mapping of settings")
+    try:
+        return _CONVERTER.structure(dict(data), TwinSettings)
+    except Exception as exc:
+        if isinstance(exc, cattrs.BaseValidationError):
+            problems = cattrs.transform_error(exc, path="$", format_exception=_describe)
+        else:
+            problems = [str(exc)]
+        raise ConfigError(f"{source}: invalid twin settings:\n  " + "\n  ".join(problems)) from None
+
+
+def load_settings(path: str | Path) -> TwinSettings:
+    """Read a YAML file of twin settings (see configs/venue.yaml), or raise ConfigError."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}:{where} not valid YAML: {exc}") from None
+    return settings_from_mapping(data, source=source)

@@ -1,0 +1,150 @@
+"""Ladder: a grid market maker that keeps limit orders on both sides of its last fill."""
+
+from __future__ import annotations
+
+from decimal import ROUND_DOWN, ROUND_UP, Decimal
+from typing import Any
+
+import attrs
+
+from framework import MatchRecord, OrderIntent, OrderStatus, OrderUpdate, Strategy
+from framework.config import structure_params
+from framework.engine.strategy import StrategyContext
+
+__all__ = ["Ladder"]
+
+
+class Ladder(Strategy):
+    """Grid market maker: a ladder of GTC limit orders around a reference price.
+
+    The venue API has no market data and no cancel, so the ladder is built to need neither:
+
+    1. The reference is ``reference_price`` when given; otherwise one market order of
+       ``quantity`` (``probe_long`` decides the side) is sent and its fill price is used.
+    2. ``levels`` buy orders are placed at reference - k x spacing and ``levels`` sell orders
+       at reference + k x spacing (k = 1..levels), each of ``quantity``.
+    3. Whenever one of its resting orders fills at price P, the counter order goes in: a buy
+       filled at P becomes a sell at P + spacing, a sell filled at P a buy at P - spacing.
+       Each round trip earns ``spacing x quantity`` minus fees, and the ladder keeps
+       2 x levels orders outstanding.
+
+    All orders have the same quantity, so a counter order never exceeds the position it
+    reduces (the venue's rule 2318). Decisions depend only on the fills and order updates
+    received, so the same inputs always give the same orders.
+    """
+
+    @attrs.frozen(kw_only=True)
+    class Params:
+        """The ladder's YAML params (strategies[i].params)."""
+
+        pair: str
+        quantity: Decimal = Decimal("0.01")
+        spacing: Decimal = Decimal("1")
+        levels: int = 3
+        lever: int = 1
+        reference_price: Decimal | None = None
+        probe_long: bool = True
+        tick: Decimal = Decimal("0.01")
+
+        def __attrs_post_init__(self) -> None:
+            """Refuse a ladder that cannot place an order."""
+            if self.quantity <= 0 or self.spacing <= 0 or self.tick <= 0:
+                raise ValueError("quantity, spacing and tick must be positive")
+            if self.levels < 1:
+                raise ValueError("levels must be at least 1")
+
+    def __init__(
+        self, name: str, context: StrategyContext, params: Any = None, **kwargs: Any
+    ) -> None:
+        super().__init__(name, context, params, **kwargs)
+        self.settings = structure_params(self.Params, self.params)
+        self.reference: Decimal | None = None
+        self.probe_id: str | None = None
+        # client_order_id -> (is_long, price) of the orders this ladder has resting.
+        self.resting: dict[str, tuple[bool, Decimal]] = {}
+        self.fills = 0
+
+    def on_start(self) -> None:
+        """Place the ladder around reference_price, or probe the price with a market order."""
+        s = self.settings
+        if s.reference_price is not None:
+            self._build(s.reference_price)
+            return
+        self.probe_id = self.submit(
+            OrderIntent(
+                pair=s.pair, is_long=s.probe_long, quantity=s.quantity, lever=s.lever, tag="probe"
+            )
+        )
+        self.log.info("probing the price with a market order", extra={"pair": s.pair})
+
+    def on_match(self, match: MatchRecord) -> None:
+        """Build the ladder on the probe's fill; answer each resting fill with its counter order."""
+        cid = match.client_order_id
+        if cid is None or match.average_price is None:
+            return  # not ours
+        if cid == self.probe_id and self.reference is None:
+            self._build(match.average_price)
+            return
+        side = self.resting.pop(cid, None)
+        if side is None:
+            return
+        was_long, price = side
+        s = self.settings
+        counter = price + s.spacing if was_long else price - s.spacing
+        if counter <= 0:
+            return
+        self.fills += 1
+        self.log.info(
+            "%s filled at %s, counter %s at %s",
+            "buy" if was_long else "sell",
+            price,
+            "sell" if was_long else "buy",
+            counter,
+        )
+        self._place(not was_long, counter)
+
+    def on_order(self, update: OrderUpdate) -> None:
+        """Forget refused orders; an unplaceable probe leaves the ladder unbuilt (logged)."""
+        if update.status in (OrderStatus.REJECTED, OrderStatus.LOST):
+            self.resting.pop(update.client_order_id, None)
+            self.log.warning(
+                "order refused",
+                extra={
+                    "client_order_id": update.client_order_id,
+                    "code": update.code,
+                    "reason": update.msg,
+                },
+            )
+
+    def on_stop(self) -> None:
+        """Report what the ladder leaves resting (the venue has no cancel)."""
+        self.log.info(
+            "ladder stopping",
+            extra={"resting": len(self.resting), "fills": self.fills},
+        )
+
+    def _build(self, reference: Decimal) -> None:
+        s = self.settings
+        self.reference = reference
+        self.log.info("building ladder", extra={"reference": str(reference), "levels": s.levels})
+        for k in range(1, s.levels + 1):
+            self._place(True, reference - k * s.spacing)
+            self._place(False, reference + k * s.spacing)
+
+    def _place(self, is_long: bool, price: Decimal) -> None:
+        s = self.settings
+        # Round away from the reference: a buy never above, a sell never below, the grid price.
+        price = price.quantize(s.tick, rounding=ROUND_DOWN if is_long else ROUND_UP)
+        if price <= 0:
+            return
+        cid = self.submit(
+            OrderIntent(
+                pair=s.pair,
+                is_long=is_long,
+                quantity=s.quantity,
+                price=price,
+                lever=s.lever,
+                tag="ladder",
+            )
+        )
+        self.resting[cid] = (is_long, price)

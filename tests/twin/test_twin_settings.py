@@ -1,0 +1,80 @@
+"""Twin settings: the shipped YAML loads, typos and bad values fail with their path."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from framework.twin.demo import DEMO_ADDRESS, DEMO_API_KEY, DEMO_PRIVATE_KEY
+from framework.twin.settings import TwinSettings, load_settings, settings_from_mapping
+from framework.venue.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_config_loads_and_matches_the_defaults() -> None:
+    loaded = load_settings(ROOT / "configs" / "venue.yaml")
+    defaults = TwinSettings()
+    assert loaded.pairs == defaults.pairs
+    assert loaded.fees == defaults.fees
+    assert loaded.batch_mode == "partial" and loaded.timestamp_window == 30
+    assert loaded.demo_balance == Decimal("100000")
+
+
+def test_decimals_may_be_yaml_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "twin.yaml"
+    path.write_text("slippage: 0.001\nfees: {maker: 0.0001, taker: '0.0004'}\n")
+    settings = load_settings(path)
+    assert settings.slippage == Decimal("0.001")
+    assert settings.fees.maker == Decimal("0.0001")
+
+
+def test_unknown_keys_are_refused_with_their_path(tmp_path: Path) -> None:
+    path = tmp_path / "twin.yaml"
+    path.write_text("pairs:\n  ETH-USD:\n    rules:\n      max_levr: 20\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    assert str(path) in str(err.value)
+    assert "max_levr" in str(err.value)
+
+
+def test_bad_values_are_refused_with_their_path() -> None:
+    with pytest.raises(ConfigError, match=r"\$\.pairs\['ETH-USD'\]\.rules\.max_lever"):
+        settings_from_mapping({"pairs": {"ETH-USD": {"rules": {"max_lever": "lots"}}}})
+    with pytest.raises(ConfigError, match="batch_mode"):
+        settings_from_mapping({"batch_mode": "sometimes"})
+    with pytest.raises(ConfigError, match="share between 0 and 1"):
+        settings_from_mapping({"faults": {"busy_rate": 2}})
+    with pytest.raises(ConfigError, match="BASE-QUOTE"):
+        settings_from_mapping({"pairs": {"ethusd": {}}})
+    with pytest.raises(ConfigError, match="needs address"):
+        settings_from_mapping({"accounts": [{"api_key": "k"}]})
+
+
+def test_broken_yaml_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "twin.yaml"
+    path.write_text("seed: 1\npairs: [\n")
+    with pytest.raises(ConfigError, match="line"):
+        load_settings(path)
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_settings(tmp_path / "nope.yaml")
+
+
+def test_delivery_time_without_zone_is_utc() -> None:
+    settings = settings_from_mapping(
+        {"pairs": {"ETH-USD": {"rules": {"delivery_time": "2030-01-01 08:00:00"}}}}
+    )
+    delivery = settings.pairs["ETH-USD"].rules.delivery_time
+    assert delivery is not None and delivery.utcoffset() is not None
+
+
+def test_demo_key_pair_is_consistent() -> None:
+    from eth_account import Account
+
+    assert Account.from_key(DEMO_PRIVATE_KEY).address == DEMO_ADDRESS
+    assert DEMO_API_KEY.startswith("st_")
