@@ -1,0 +1,616 @@
+"""The execution engine: intents -> risk check -> journal -> batches of <= 20 -> reconciliation.
+
+Pure core: no I/O, time from the ``now_ms`` callable passed in, randomness (retry jitter)
+passed in. A driver (``framework.live.executor.LiveExecutor``, or a backtest's paper venue)
+runs the loop::
+
+    batch = engine.next_batch()        # cut when due; buffered PENDING rows committed
+    engine.begin_send(batch)           # 'sent' mark committed: from here on, never resent
+    ... send batch.orders ...
+    engine.on_results(batch, results)  # or engine.on_failure(batch, exc)
+
+Results are bound to intents by clientOrderId, never by position. An intent missing from a
+successful answer is UNKNOWN (or REJECTED 9010 with ``missing_result: rejected``). A whole-call
+refusal rejects every intent of the call with its code, except busy answers (2329, 2331) and
+failures before sending, which are retried with capped exponential backoff and jitter with
+the same clientOrderIds and payloads. A timeout or reset after sending, or an answer that is
+not the envelope, makes the whole call UNKNOWN; it is never retried. An UNKNOWN intent is
+resolved by evidence only (:meth:`ExecutionEngine.attribute`) or becomes LOST after
+``unknown_window_s``, logged at ERROR.
+
+Transitions publish :class:`~framework.engine.events.OrderUpdate` addressed to the strategy
+that submitted the intent: ACCEPTED, REJECTED or UNKNOWN, then FILLED (every match of the
+order adds up to its quantity, or the evidence that resolved it) or LOST. Submitting is not
+a transition: submit() returns the client order id; there is no PENDING event.
+"""
+
+from __future__ import annotations
+
+import logging
+import random as _random
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+import attrs
+
+from framework.engine.batching import Batcher, backoff_s
+from framework.engine.client_ids import ClientIdError, ClientIdGenerator
+from framework.engine.events import Event, MatchFilled, OrderUpdate
+from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.journaling import JournalProtocol, StatusRow
+from framework.engine.reconcile import Batch, Ledger, LiveOrder, order_input
+from framework.engine.risk import (
+    FRAMEWORK_CODES,
+    MISSING_FROM_ANSWER,
+    NOT_SENT,
+    PENDING_EXPIRED,
+    RiskGate,
+    RiskSettings,
+    is_resting,
+)
+from framework.venue.errors import SendFailed, VenueError
+from framework.venue.models import MatchRecord, OrderResult
+from framework.venue.requests import MAX_BATCH
+from framework.venue.rules import PairRules
+
+__all__ = ["COUNTER_NAMES", "Batch", "ExecutionEngine", "ExecutionSettings", "LiveOrder"]
+
+log = logging.getLogger("framework.execution")
+
+COUNTER_NAMES: Final = (
+    "orders_submitted",
+    "orders_sent",
+    "orders_accepted",
+    "orders_rejected",
+    "orders_risk_rejected",
+    "orders_unknown",
+    "orders_filled",
+    "orders_lost",
+    "batches_sent",
+    "retries",
+    "matches_linked",
+    "matches_external",
+)
+"""Every counter :meth:`ExecutionEngine.counters` reports."""
+
+PENDING: Final = OrderStatus.PENDING
+ACCEPTED: Final = OrderStatus.ACCEPTED
+REJECTED: Final = OrderStatus.REJECTED
+UNKNOWN: Final = OrderStatus.UNKNOWN
+FILLED: Final = OrderStatus.FILLED
+LOST: Final = OrderStatus.LOST
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value < 0:
+        raise ValueError(f"execution.{attribute.name} must not be negative, got {value!r}")
+
+
+def _positive(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not value > 0:
+        raise ValueError(f"execution.{attribute.name} must be positive, got {value!r}")
+
+
+def _missing_result(_inst: object, _attribute: attrs.Attribute[str], value: str) -> None:
+    if value not in ("unknown", "rejected"):
+        raise ValueError(f"execution.missing_result: expected unknown or rejected, got {value!r}")
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ExecutionSettings:
+    """Execution engine settings (YAML key ``execution``); every field has a default."""
+
+    linger_ms: int = attrs.field(default=0, validator=_non_negative)
+    max_inflight: int = attrs.field(default=4, validator=_positive)
+    calls_per_second: float = attrs.field(default=50.0, validator=_positive)
+    retry_attempts: int = attrs.field(default=5, validator=_non_negative)
+    retry_base_s: float = attrs.field(default=0.2, validator=_non_negative)
+    retry_max_s: float = attrs.field(default=5.0, validator=_non_negative)
+    unknown_window_s: float = attrs.field(default=60.0, validator=_non_negative)
+    drain_timeout_s: float = attrs.field(default=10.0, validator=_non_negative)
+    missing_result: Literal["unknown", "rejected"] = attrs.field(
+        default="unknown", validator=_missing_result
+    )
+    pending_max_age_s: float | None = None
+    risk: RiskSettings = attrs.field(factory=RiskSettings)
+
+
+class ExecutionEngine:
+    """Turns strategies' intents into batches and every answer into OrderUpdate events."""
+
+    def __init__(
+        self,
+        settings: ExecutionSettings,
+        *,
+        rules: Mapping[str, PairRules],
+        publish: Callable[[Event], None],
+        now_ms: Callable[[], int],
+        ids: ClientIdGenerator,
+        journal: JournalProtocol | None = None,
+        on_ready: Callable[[], None] | None = None,
+        mark_price: Callable[[str], Decimal | None] | None = None,
+        random: Callable[[], float] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._publish = publish
+        self._now_ms = now_ms
+        self._ids = ids
+        self._journal = journal
+        self.on_ready = on_ready
+        self._random = random if random is not None else _random.Random(0x5EED).random
+        self._risk = RiskGate(settings.risk, rules, mark_price=mark_price)
+        self._batcher: Batcher[LiveOrder, Batch] = Batcher(
+            linger_ms=settings.linger_ms,
+            max_inflight=settings.max_inflight,
+            calls_per_second=settings.calls_per_second,
+            max_size=MAX_BATCH,
+        )
+        self._ledger = Ledger()
+        self._user_ids: set[str] = set()
+        self._next_batch_id = 1
+        self._dirty = False  # journal writes buffered since the last commit
+        self._recovered = journal is None
+        self._dt_ms = -1
+        self._dt = datetime.fromtimestamp(0, UTC)
+        self._missing_unknown = settings.missing_result == "unknown"
+        self._c = dict.fromkeys(COUNTER_NAMES, 0)
+
+    # -- submitting ---------------------------------------------------------------------
+
+    @property
+    def kill_switch(self) -> bool:
+        """When on, every new intent is refused with code 9001."""
+        return self._risk.kill_switch
+
+    @kill_switch.setter
+    def kill_switch(self, on: bool) -> None:
+        if on and not self._risk.kill_switch:
+            log.warning("kill switch ON: every new intent is refused")
+        self._risk.kill_switch = on
+
+    def _now_dt(self, now_ms: int) -> datetime:
+        if now_ms != self._dt_ms:
+            self._dt_ms = now_ms
+            self._dt = datetime.fromtimestamp(now_ms / 1000, UTC)
+        return self._dt
+
+    def _check_user_id(self, client_order_id: str) -> None:
+        self._ids.check_user_id(client_order_id)
+        journal = self._journal
+        if client_order_id in self._user_ids or (
+            journal is not None and journal.contains(client_order_id)
+        ):
+            raise ClientIdError(f"client_order_id {client_order_id!r} was already used")
+        self._user_ids.add(client_order_id)
+
+    def submit(self, strategy: str, intent: OrderIntent) -> str:
+        """Check, journal and queue an intent; returns its client order id at once.
+
+        A refused intent is published as OrderUpdate REJECTED (venue or framework code) with
+        no round trip. A malformed or reused client_order_id raises ClientIdError.
+        """
+        now = self._now_ms()
+        coid = intent.client_order_id
+        if coid is None:
+            coid = self._ids.next()
+        else:
+            self._check_user_id(coid)
+        order = order_input(coid, intent)
+        self._c["orders_submitted"] += 1
+        risk = self._risk
+        failure = risk.check(order, now, self._now_dt(now))
+        journal = self._journal
+        if failure is not None:
+            code, msg = failure
+            if journal is not None:
+                journal.add(coid, self._ids.node, strategy, intent, REJECTED, now, code, msg)
+                self._dirty = True
+            self._c["orders_rejected"] += 1
+            self._c["orders_risk_rejected"] += 1
+            self._publish(OrderUpdate(coid, REJECTED, strategy, None, code, msg, intent))
+            return coid
+        entry = LiveOrder(
+            coid, strategy, intent, order, PENDING, now, risk.admitted_price, risk.tracks_exposure
+        )
+        self._ledger.add(entry)
+        if journal is not None:
+            journal.add(coid, self._ids.node, strategy, intent, PENDING, now)
+            self._dirty = True
+        self._batcher.push(entry, now)
+        if self.on_ready is not None:
+            self.on_ready()
+        return coid
+
+    # -- sending ------------------------------------------------------------------------
+
+    def next_batch(self) -> Batch | None:
+        """The next batch due (a retry first), with every buffered journal write committed."""
+        now = self._now_ms()
+        batcher = self._batcher
+        batch = batcher.take_retry(now)
+        if batch is None:
+            entries = batcher.cut(now)
+            if entries is None:
+                return None
+            batch = Batch(self._next_batch_id, tuple(e.order for e in entries), 0, entries)
+            self._next_batch_id += 1
+        self.flush()
+        return batch
+
+    def begin_send(self, batch: Batch) -> None:
+        """Commit the batch's 'sent' mark: call right before its first byte goes out."""
+        batch.attempt += 1
+        journal = self._journal
+        if journal is not None:
+            journal.mark_sent(batch.client_order_ids, True)
+            journal.commit()
+            self._dirty = False
+        c = self._c
+        c["batches_sent"] += 1
+        if batch.attempt == 1:
+            c["orders_sent"] += len(batch.orders)
+        else:
+            c["retries"] += 1
+
+    def flush(self) -> None:
+        """Commit buffered journal writes (the driver calls it when idle and at shutdown)."""
+        if self._dirty and self._journal is not None:
+            self._journal.commit()
+        self._dirty = False
+
+    # -- answers ------------------------------------------------------------------------
+
+    def on_results(self, batch: Batch, results: list[OrderResult]) -> None:
+        """Reconcile a successful answer by clientOrderId; missing intents become UNKNOWN."""
+        now = self._now_ms()
+        self._batcher.done()
+        members = {e.client_order_id: e for e in batch.entries}
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        bind = self._ledger.bind
+        strangers = 0
+        for result in results:
+            entry = members.pop(result.client_order_id, None)
+            if entry is None:
+                strangers += 1
+                continue
+            order_id = result.order_id
+            entry.status = ACCEPTED
+            bind(entry, order_id)
+            if entry.booked and not is_resting(entry.order):
+                self._risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
+                entry.booked = False
+            rows.append((ACCEPTED, order_id, None, None, now, entry.client_order_id))
+            events.append(
+                OrderUpdate(
+                    entry.client_order_id, ACCEPTED, entry.strategy, order_id, None, None,
+                    entry.intent,
+                )
+            )  # fmt: skip
+        self._c["orders_accepted"] += len(events)
+        if strangers:
+            log.warning(
+                "batch %d: %d results name no order of the batch; ignored", batch.id, strangers
+            )
+        if members:
+            if self._missing_unknown:
+                log.warning(
+                    "batch %d: %d orders missing from a successful answer -> UNKNOWN",
+                    batch.id,
+                    len(members),
+                )
+                self._to_unknown(list(members.values()), now, rows, events)
+            else:
+                msg = FRAMEWORK_CODES[MISSING_FROM_ANSWER]
+                self._reject(list(members.values()), MISSING_FROM_ANSWER, msg, now, rows, events)
+        self._emit(rows, events)
+
+    def on_failure(self, batch: Batch, exc: BaseException) -> None:
+        """Handle a whole-call failure: retry, reject every intent, or mark them UNKNOWN."""
+        now = self._now_ms()
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        entries = batch.entries
+        busy = isinstance(exc, VenueError) and exc.retryable
+        retryable = busy or isinstance(exc, SendFailed)
+        if retryable and batch.attempt <= self.settings.retry_attempts:
+            delay = backoff_s(
+                batch.attempt,
+                base_s=self.settings.retry_base_s,
+                max_s=self.settings.retry_max_s,
+                random=self._random,
+            )
+            log.warning(
+                "batch %d (%d orders) attempt %d failed (%s); retry in %.3f s",
+                batch.id,
+                len(entries),
+                batch.attempt,
+                exc,
+                delay,
+            )
+            self._batcher.retry_later(batch, now + int(delay * 1000))
+            if self._journal is not None:
+                # Surely not executed: a restart may send it again.
+                self._journal.mark_sent(batch.client_order_ids, False)
+                self._dirty = True
+            return
+        self._batcher.done()
+        if isinstance(exc, VenueError):
+            log.warning("batch %d (%d orders) refused: %s", batch.id, len(entries), exc)
+            self._reject(entries, exc.code, exc.msg, now, rows, events)
+        elif isinstance(exc, SendFailed):
+            log.error("batch %d (%d orders) could not be sent: %s", batch.id, len(entries), exc)
+            msg = FRAMEWORK_CODES[NOT_SENT].format(exc)
+            self._reject(entries, NOT_SENT, msg, now, rows, events)
+        else:
+            log.error(
+                "batch %d (%d orders) outcome unknown (%s: %s) -> UNKNOWN, never resent",
+                batch.id,
+                len(entries),
+                type(exc).__name__,
+                exc,
+            )
+            self._to_unknown(entries, now, rows, events)
+        self._emit(rows, events)
+
+    def _emit(self, rows: list[StatusRow], events: list[OrderUpdate]) -> None:
+        if self._journal is not None and rows:
+            self._journal.update(rows)
+            self._dirty = True
+        publish = self._publish
+        for event in events:
+            publish(event)
+
+    def _reject(
+        self,
+        entries: list[LiveOrder],
+        code: int,
+        msg: str,
+        now: int,
+        rows: list[StatusRow],
+        events: list[OrderUpdate],
+    ) -> None:
+        drop = self._ledger.drop
+        for e in entries:
+            e.status = REJECTED
+            drop(e)
+            if e.booked:
+                self._risk.release(e.order.pair_name, e.order.quantity, e.price)
+                e.booked = False
+            rows.append((REJECTED, None, code, msg, now, e.client_order_id))
+            events.append(
+                OrderUpdate(e.client_order_id, REJECTED, e.strategy, None, code, msg, e.intent)
+            )
+        self._c["orders_rejected"] += len(entries)
+
+    def _to_unknown(
+        self, entries: list[LiveOrder], now: int, rows: list[StatusRow], events: list[OrderUpdate]
+    ) -> None:
+        doubt = self._ledger.doubt
+        for e in entries:
+            e.status = UNKNOWN
+            doubt(e, now)
+            rows.append((UNKNOWN, None, None, None, now, e.client_order_id))
+            events.append(
+                OrderUpdate(e.client_order_id, UNKNOWN, e.strategy, None, None, None, e.intent)
+            )
+        self._c["orders_unknown"] += len(entries)
+
+    # -- time ---------------------------------------------------------------------------
+
+    def tick(self) -> int:
+        """Turn UNKNOWN intents older than unknown_window_s into LOST; returns how many."""
+        ledger = self._ledger
+        if not ledger.unknown:
+            return 0
+        now = self._now_ms()
+        expired = ledger.expired(now - int(self.settings.unknown_window_s * 1000))
+        if not expired:
+            return 0
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        for e in expired:
+            e.status = LOST
+            ledger.drop(e)
+            if e.booked:
+                self._risk.release(e.order.pair_name, e.order.quantity, e.price)
+                e.booked = False
+            log.error(
+                "order LOST: %s (strategy %s, %s %s %s @ %s): no answer and no matching fill "
+                "within %.0f s; it may or may not rest on the venue",
+                e.client_order_id,
+                e.strategy,
+                e.order.pair_name,
+                "long" if e.order.is_long else "short",
+                e.order.quantity,
+                e.order.price if e.order.price is not None else "market",
+                self.settings.unknown_window_s,
+            )
+            rows.append((LOST, None, None, None, now, e.client_order_id))
+            events.append(
+                OrderUpdate(e.client_order_id, LOST, e.strategy, None, None, None, e.intent)
+            )
+        self._c["orders_lost"] += len(expired)
+        self._emit(rows, events)
+        return len(expired)
+
+    def next_wakeup_ms(self) -> int | None:
+        """Milliseconds until next_batch() or tick() may have work; None: only an event can."""
+        now = self._now_ms()
+        due = self._batcher.next_due_ms(now)
+        doubt_ms = self._ledger.oldest_doubt_ms()
+        if doubt_ms is not None:
+            expiry = max(0, doubt_ms + int(self.settings.unknown_window_s * 1000) - now)
+            due = expiry if due is None else min(due, expiry)
+        return due
+
+    # -- evidence -----------------------------------------------------------------------
+
+    def attribute(self, match: MatchRecord) -> MatchFilled:
+        """Link a match to its intent by orderId == entrustId, resolving UNKNOWN by evidence.
+
+        A match of a known order carries its client_order_id and is addressed to its
+        strategy; one whose entrustId belongs to no known order and that agrees in pair,
+        side and quantity with an UNKNOWN intent resolves the oldest such intent (FILLED with
+        that orderId); any other match is external.
+        """
+        ledger = self._ledger
+        order_id = match.entrust_id
+        if order_id is None:
+            entry = None
+        elif (entry := ledger.by_order_id.get(order_id)) is not None:
+            self._fill(entry, match)
+        elif (done := ledger.recently_filled(order_id)) is not None:
+            self._c["matches_linked"] += 1
+            return MatchFilled(attrs.evolve(match, client_order_id=done[0]), done[1], False)
+        elif (entry := ledger.evidence(match)) is not None:
+            self._resolve(entry, match, order_id)
+        if entry is None:
+            self._c["matches_external"] += 1
+            return MatchFilled(match, None, True)
+        self._c["matches_linked"] += 1
+        linked = attrs.evolve(match, client_order_id=entry.client_order_id)
+        return MatchFilled(linked, entry.strategy, False)
+
+    def _fill(self, entry: LiveOrder, match: MatchRecord) -> None:
+        quantity = match.quantity or Decimal(0)
+        if entry.booked:
+            left = entry.order.quantity - entry.filled
+            self._risk.release(entry.order.pair_name, min(quantity, left), entry.price)
+        entry.filled += quantity
+        journal = self._journal
+        if journal is not None:
+            journal.set_filled(entry.client_order_id, entry.filled)
+            self._dirty = True
+        if entry.status is ACCEPTED and entry.filled >= entry.order.quantity:
+            self._finish_filled(entry)
+
+    def _resolve(self, entry: LiveOrder, match: MatchRecord, order_id: int) -> None:
+        """An UNKNOWN intent resolved by the evidence of a match: FILLED with its orderId."""
+        entry.order_id = order_id
+        entry.filled = entry.order.quantity
+        if entry.booked:
+            self._risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
+        log.warning(
+            "UNKNOWN order %s resolved by evidence: match %d (entrustId %d) -> FILLED",
+            entry.client_order_id,
+            match.id,
+            order_id,
+        )
+        self._finish_filled(entry)
+
+    def _finish_filled(self, entry: LiveOrder) -> None:
+        entry.status = FILLED
+        entry.booked = False
+        self._ledger.drop(entry)
+        self._c["orders_filled"] += 1
+        now = self._now_ms()
+        row: StatusRow = (FILLED, entry.order_id, None, None, now, entry.client_order_id)
+        event = OrderUpdate(
+            entry.client_order_id, FILLED, entry.strategy, entry.order_id, None, None, entry.intent
+        )
+        self._emit([row], [event])
+
+    # -- restart ------------------------------------------------------------------------
+
+    def recover(self) -> int:
+        """Reload the journal's open intents (once): resend unsent ones, the rest UNKNOWN.
+
+        Returns how many intents were queued to be sent. Call it after the bus has its
+        subscribers (the driver does, when it starts), since it publishes UNKNOWN updates.
+        """
+        if self._recovered:
+            return 0
+        self._recovered = True
+        journal = self._journal
+        assert journal is not None
+        now = self._now_ms()
+        max_age = self.settings.pending_max_age_s
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        queued = 0
+        to_unknown: list[LiveOrder] = []
+        ledger = self._ledger
+        for saved in journal.load_open(self._ids.node):
+            if saved.client_order_id in ledger.live:
+                continue  # submitted by this process before recover() ran
+            order = order_input(saved.client_order_id, saved.intent)
+            price = self._risk.reference_price(order)
+            entry = LiveOrder(
+                saved.client_order_id,
+                saved.strategy,
+                saved.intent,
+                order,
+                saved.status,
+                saved.created_ms,
+                price,
+                self._risk.tracks_exposure,
+                saved.order_id,
+                saved.filled,
+            )
+            if saved.intent.client_order_id is not None:
+                self._user_ids.add(saved.client_order_id)
+            if saved.status is PENDING and not saved.sent:
+                if max_age is not None and now - saved.created_ms > max_age * 1000:
+                    entry.booked = False
+                    msg = FRAMEWORK_CODES[PENDING_EXPIRED].format(max_age)
+                    self._reject([entry], PENDING_EXPIRED, msg, now, rows, events)
+                    continue
+                ledger.add(entry)
+                self._batcher.push(entry, now)
+                queued += 1
+            elif saved.status is ACCEPTED:
+                ledger.add(entry)
+                if saved.order_id is not None:
+                    ledger.bind(entry, saved.order_id)
+                entry.booked = entry.booked and is_resting(order)
+            else:  # UNKNOWN, or PENDING sent without an answer: the window starts again now
+                ledger.add(entry)
+                if saved.status is PENDING:
+                    to_unknown.append(entry)
+                else:
+                    ledger.doubt(entry, now)
+            if entry.booked:
+                remaining = order.quantity - entry.filled
+                self._risk.book(order.pair_name, max(remaining, Decimal(0)), price)
+        if to_unknown:
+            log.error(
+                "restart: %d intents were sent without a recorded answer -> UNKNOWN",
+                len(to_unknown),
+            )
+            self._to_unknown(to_unknown, now, rows, events)
+        if queued:
+            log.warning("restart: %d journaled intents never left; sending them now", queued)
+        self._emit(rows, events)
+        self.flush()
+        if queued and self.on_ready is not None:
+            self.on_ready()
+        return queued
+
+    # -- introspection ------------------------------------------------------------------
+
+    def counters(self) -> Mapping[str, int]:
+        """Counters: orders_sent, orders_accepted, orders_rejected, ..., batches_sent, retries."""
+        return dict(self._c)
+
+    def status(self, client_order_id: str) -> OrderStatus | None:
+        """The status of a live intent (PENDING, UNKNOWN, ACCEPTED), else None."""
+        entry = self._ledger.live.get(client_order_id)
+        return entry.status if entry is not None else None
+
+    @property
+    def idle(self) -> bool:
+        """True when nothing is queued, in flight or waiting for a retry."""
+        b = self._batcher
+        return not b.queue and b.inflight == 0 and b.retrying == 0
+
+    @property
+    def unknown_count(self) -> int:
+        """How many intents are UNKNOWN."""
+        return len(self._ledger.unknown)
+
+    def open_quantity(self, pair: str) -> Decimal:
+        """The pair's open quantity as the risk gate counts it."""
+        return self._risk.open_quantity(pair)

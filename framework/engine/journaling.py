@@ -1,0 +1,86 @@
+"""The journal as the execution engine sees it: a Protocol, so the engine stays free of I/O.
+
+The engine writes through :class:`JournalProtocol`; writes are buffered and made durable
+together by :meth:`JournalProtocol.commit`, which the engine calls once per batch before any
+byte of the batch is sent (never once per intent). :mod:`framework.live.journal` implements
+it over SQLite; tests and backtests may pass ``None`` (no journal) or an in-memory SQLite one.
+
+An intent's row goes through: added PENDING (unsent) -> marked sent (committed right before
+the send) -> ACCEPTED, REJECTED or UNKNOWN -> FILLED or LOST. A retryable refusal (2329, a
+failure before sending) marks it unsent again. At restart, unsent PENDING rows are sent and
+sent PENDING rows (the answer never came) become UNKNOWN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Protocol
+
+import attrs
+
+from framework.engine.client_ids import IdSource
+from framework.engine.intents import OrderIntent, OrderStatus
+
+__all__ = ["JournalEntry", "JournalProtocol", "StatusRow"]
+
+StatusRow = tuple[str, int | None, int | None, str | None, int, str]
+"""(status, order_id, code, msg, updated_ms, client_order_id): one status change."""
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class JournalEntry:
+    """One intent as the journal holds it (what recovery reads back)."""
+
+    client_order_id: str
+    strategy: str
+    intent: OrderIntent
+    status: OrderStatus
+    sent: bool
+    created_ms: int
+    order_id: int | None = None
+    code: int | None = None
+    msg: str | None = None
+    filled: Decimal = Decimal(0)
+
+
+class JournalProtocol(IdSource, Protocol):
+    """What the execution engine needs from a journal (also the source of id blocks)."""
+
+    def add(
+        self,
+        client_order_id: str,
+        owner: str,
+        strategy: str,
+        intent: OrderIntent,
+        status: OrderStatus,
+        created_ms: int,
+        code: int | None = None,
+        msg: str | None = None,
+    ) -> None:
+        """Buffer a new intent row (PENDING, or REJECTED when refused before sending)."""
+        ...
+
+    def mark_sent(self, client_order_ids: Iterable[str], sent: bool) -> None:
+        """Buffer the sent mark of rows: True right before a send, False after a safe refusal."""
+        ...
+
+    def update(self, rows: Sequence[StatusRow]) -> None:
+        """Buffer status changes."""
+        ...
+
+    def set_filled(self, client_order_id: str, filled: Decimal) -> None:
+        """Buffer the quantity matched so far for an intent."""
+        ...
+
+    def commit(self) -> None:
+        """Make every buffered write durable (one transaction); cheap when nothing is buffered."""
+        ...
+
+    def contains(self, client_order_id: str) -> bool:
+        """True if the id was ever journaled (committed or buffered)."""
+        ...
+
+    def load_open(self, owner: str) -> list[JournalEntry]:
+        """The owner's PENDING, UNKNOWN and ACCEPTED intents, oldest first."""
+        ...

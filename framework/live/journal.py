@@ -1,0 +1,417 @@
+"""The journal: one SQLite file in WAL mode holding intents, id blocks and stream cursors.
+
+It implements :class:`framework.engine.journaling.JournalProtocol` for the execution engine
+and the cursor store of the match poller and the portfolio (the match cursor per pair and
+the newest account logId per coin). Intent writes are buffered in memory and written by
+:meth:`Journal.commit`, which the engine calls once per batch, before any byte of the batch is
+sent. A commit appends ONE row to the ``log`` table (the buffered writes as compact JSON), so
+its cost hardly grows with the number of intents; the log is folded into the ``intents`` table
+(one row per intent, the state recovery and tools read) when the journal is opened, closed,
+read, or when the executor is idle and the log has grown. Cursor writes commit at once.
+
+Durability: ``synchronous=NORMAL`` (the default) survives a killed process, which is what
+the engine's never-send-twice rule relies on; ``FULL`` also survives a power cut, at the
+cost of a disk flush per commit. Several processes may share one journal: id blocks are
+reserved in a single atomic statement, and each process reloads only its own intents (the
+``owner``, its client-id node name) at restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sqlite3
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import orjson
+
+from framework.engine.client_ids import base36
+from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.journaling import JournalEntry, StatusRow
+from framework.venue.models import MatchType, PositionType
+
+__all__ = ["Journal"]
+
+log = logging.getLogger("framework.journal")
+
+SCHEMA_VERSION: Final = 1
+COMPACT_AFTER: Final = 256
+"""Log rows (commits) after which an idle executor starts folding the log."""
+COMPACT_CHUNK: Final = 32
+"""Log rows folded per idle moment, so one fold never stalls the event loop for long."""
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE IF NOT EXISTS intents (
+    client_order_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    pair TEXT NOT NULL,
+    is_long INTEGER NOT NULL,
+    quantity TEXT NOT NULL,
+    price TEXT,
+    is_market INTEGER NOT NULL,
+    lever INTEGER NOT NULL,
+    match_type INTEGER NOT NULL,
+    position_type INTEGER NOT NULL,
+    user_id INTEGER NOT NULL,
+    tag TEXT,
+    status TEXT NOT NULL,
+    sent INTEGER NOT NULL DEFAULT 0,
+    order_id INTEGER,
+    code INTEGER,
+    msg TEXT,
+    filled TEXT NOT NULL DEFAULT '0',
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS intents_open ON intents (owner, status)
+    WHERE status IN ('PENDING', 'UNKNOWN', 'ACCEPTED');
+CREATE TABLE IF NOT EXISTS log (
+    id INTEGER PRIMARY KEY,
+    adds BLOB,
+    marks BLOB,
+    updates BLOB,
+    filled BLOB
+);
+CREATE TABLE IF NOT EXISTS match_cursors (pair TEXT PRIMARY KEY, match_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS log_ids (coin TEXT PRIMARY KEY, log_id INTEGER NOT NULL);
+"""
+
+_INSERT: Final = (
+    "INSERT OR IGNORE INTO intents (client_order_id, owner, strategy, pair, is_long, quantity,"
+    " price, is_market, lever, match_type, position_type, user_id, tag, status, code, msg,"
+    " created_ms, updated_ms, sent, order_id, filled)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# Positions in an add row (see Journal.add) of the fields later writes change.
+_STATUS, _CODE, _MSG, _UPDATED, _SENT, _ORDER_ID, _FILLED_AT = 13, 14, 15, 17, 18, 19, 20
+_MARK: Final = "UPDATE intents SET sent = ? WHERE client_order_id = ?"
+_UPDATE: Final = (
+    "UPDATE intents SET status = ?, order_id = coalesce(?, order_id), code = ?, msg = ?,"
+    " updated_ms = ? WHERE client_order_id = ?"
+)
+_FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
+_LOAD: Final = (
+    "SELECT client_order_id, strategy, pair, is_long, quantity, price, is_market, lever,"
+    " match_type, position_type, user_id, tag, status, sent, order_id, code, msg, filled,"
+    " created_ms FROM intents WHERE owner = ? AND status IN ('PENDING', 'UNKNOWN', 'ACCEPTED')"
+    " ORDER BY rowid"
+)
+
+
+class Journal:
+    """SQLite journal of intents and cursors; open with :meth:`Journal.open`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self._conn = conn
+        self.path = path
+        self._adds: list[tuple[Any, ...]] = []
+        self._marks: list[tuple[int, str]] = []
+        self._updates: list[StatusRow] = []
+        self._filled: list[tuple[str, str]] = []
+        self._user_ids: set[str] = set()  # ids strategies chose, added by this process
+        self._tag: str | None = None
+        self.commits = 0
+        self.log_rows = 0  # log rows appended since the last fold
+
+    @classmethod
+    def open(
+        cls, path: str | Path, *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    ) -> Journal:
+        """Open (creating if needed) the journal at path; ":memory:" gives a private one."""
+        name = str(path)
+        if name != ":memory:":
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT).
+        conn = sqlite3.connect(name, isolation_level=None, timeout=10.0)
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous: expected NORMAL or FULL, got {synchronous!r}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("PRAGMA busy_timeout=10000")
+        conn.executescript(_SCHEMA)
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (SCHEMA_VERSION,),
+        )
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if version is None or version[0] != SCHEMA_VERSION:
+            conn.close()
+            raise RuntimeError(f"journal {name}: schema version {version!r}, expected 1")
+        journal = cls(conn, name)
+        journal.compact()
+        return journal
+
+    def __repr__(self) -> str:
+        return f"Journal({self.path!r})"
+
+    def close(self) -> None:
+        """Commit what is buffered, fold the log and close the file."""
+        if self._conn is None:
+            return
+        try:
+            self.compact()
+        finally:
+            self._conn.close()
+            self._conn = None  # type: ignore[assignment]
+
+    # -- id blocks (IdSource) -------------------------------------------------------------
+
+    def id_tag(self) -> str:
+        """The journal's random id tag, drawn when the journal was created."""
+        if self._tag is None:
+            fresh = base36(secrets.randbits(25)).rjust(5, "0")
+            self._conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('id_tag', ?)", (fresh,)
+            )
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'id_tag'").fetchone()
+            self._tag = str(row[0])
+        return self._tag
+
+    def reserve_ids(self, count: int) -> int:
+        """Reserve count sequence numbers in one atomic statement; returns the first."""
+        conn = self._conn
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('id_seq', 0)")
+        # fetchall() steps the statement to its end, so its transaction ends here.
+        (row,) = conn.execute(
+            "UPDATE meta SET value = value + ? WHERE key = 'id_seq' RETURNING value", (count,)
+        ).fetchall()
+        return int(row[0]) - count
+
+    # -- intents (JournalProtocol) --------------------------------------------------------
+
+    def add(
+        self,
+        client_order_id: str,
+        owner: str,
+        strategy: str,
+        intent: OrderIntent,
+        status: OrderStatus,
+        created_ms: int,
+        code: int | None = None,
+        msg: str | None = None,
+    ) -> None:
+        """Buffer a new intent row."""
+        price = intent.price
+        self._adds.append(
+            (
+                client_order_id,
+                owner,
+                strategy,
+                intent.pair,
+                intent.is_long,
+                str(intent.quantity),
+                None if price is None else str(price),
+                intent.is_market,
+                intent.lever,
+                intent.match_type,
+                intent.position_type,
+                intent.client_order_id is not None,
+                intent.tag,
+                status,
+                code,
+                msg,
+                created_ms,
+                created_ms,
+            )
+        )
+        if intent.client_order_id is not None:
+            self._user_ids.add(client_order_id)
+
+    def mark_sent(self, client_order_ids: Iterable[str], sent: bool) -> None:
+        """Buffer the sent mark of rows."""
+        flag = 1 if sent else 0
+        self._marks.extend((flag, coid) for coid in client_order_ids)
+
+    def update(self, rows: Sequence[StatusRow]) -> None:
+        """Buffer status changes."""
+        self._updates.extend(rows)
+
+    def set_filled(self, client_order_id: str, filled: Decimal) -> None:
+        """Buffer the matched quantity of an intent."""
+        self._filled.append((str(filled), client_order_id))
+
+    def commit(self) -> None:
+        """Make every buffered change durable: one log row, one transaction."""
+        if not (self._adds or self._marks or self._updates or self._filled):
+            return
+        row = (
+            orjson.dumps(self._adds) if self._adds else None,
+            orjson.dumps(self._marks) if self._marks else None,
+            orjson.dumps(self._updates) if self._updates else None,
+            orjson.dumps(self._filled) if self._filled else None,
+        )
+        # One statement in autocommit mode is one transaction.
+        self._conn.execute(
+            "INSERT INTO log (adds, marks, updates, filled) VALUES (?, ?, ?, ?)", row
+        )
+        self.commits += 1
+        self.log_rows += 1
+        self._adds.clear()
+        self._marks.clear()
+        self._updates.clear()
+        self._filled.clear()
+
+    def compact(self, limit: int | None = None) -> int:
+        """Fold the log (of every process sharing the file) into the intents table.
+
+        With a limit, only the oldest ``limit`` log rows are folded. Returns how many were.
+        """
+        self.commit()
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(
+                "SELECT id, adds, marks, updates, filled FROM log ORDER BY id LIMIT ?",
+                (-1 if limit is None else limit,),
+            ).fetchall()
+            # Coalesce: an intent added in this chunk is inserted once, in its last state;
+            # changes to intents folded earlier are applied in log order.
+            fresh: dict[str, list[Any]] = {}
+            older: list[tuple[str, Sequence[Any]]] = []
+            for _id, adds, marks, updates, filled in rows:
+                if adds is not None:
+                    for add in orjson.loads(adds):
+                        add.extend((0, None, "0"))
+                        fresh.setdefault(add[0], add)
+                if marks is not None:
+                    for flag, coid in orjson.loads(marks):
+                        if (row := fresh.get(coid)) is not None:
+                            row[_SENT] = flag
+                        else:
+                            older.append((_MARK, (flag, coid)))
+                if updates is not None:
+                    for update in orjson.loads(updates):
+                        if (row := fresh.get(update[5])) is not None:
+                            row[_STATUS], row[_CODE], row[_MSG] = update[0], update[2], update[3]
+                            row[_UPDATED] = update[4]
+                            if update[1] is not None:
+                                row[_ORDER_ID] = update[1]
+                        else:
+                            older.append((_UPDATE, update))
+                if filled is not None:
+                    for amount, coid in orjson.loads(filled):
+                        if (row := fresh.get(coid)) is not None:
+                            row[_FILLED_AT] = amount
+                        else:
+                            older.append((_FILLED, (amount, coid)))
+            conn.executemany(_INSERT, fresh.values())
+            for sql, params in older:
+                conn.execute(sql, params)
+            if rows:
+                conn.execute("DELETE FROM log WHERE id <= ?", (rows[-1][0],))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self.log_rows = 0 if limit is None else max(0, self.log_rows - len(rows))
+        if limit is None and rows:
+            log.info("journal %s: folded %d log rows into the intents table", self.path, len(rows))
+        return len(rows)
+
+    def compact_if_due(self) -> None:
+        """Fold a chunk of the log when it has grown (the executor calls this when idle)."""
+        if self.log_rows >= COMPACT_AFTER:
+            self.compact(COMPACT_CHUNK)
+
+    def contains(self, client_order_id: str) -> bool:
+        """True if the id was journaled before this process opened the journal, or by it."""
+        if client_order_id in self._user_ids or any(a[0] == client_order_id for a in self._adds):
+            return True
+        row = self._conn.execute(
+            "SELECT 1 FROM intents WHERE client_order_id = ?", (client_order_id,)
+        ).fetchone()
+        return row is not None
+
+    def load_open(self, owner: str) -> list[JournalEntry]:
+        """The owner's PENDING, UNKNOWN and ACCEPTED intents in the order they were added."""
+        self.compact()
+        out = []
+        for row in self._conn.execute(_LOAD, (owner,)):
+            (coid, strategy, pair, is_long, quantity, price, is_market, lever, match_type,
+             position_type, user_id, tag, status, sent, order_id, code, msg, filled,
+             created_ms) = row  # fmt: skip
+            intent = OrderIntent(
+                pair=pair,
+                is_long=bool(is_long),
+                quantity=Decimal(quantity),
+                price=None if price is None else Decimal(price),
+                is_market=bool(is_market),
+                lever=lever,
+                match_type=MatchType(match_type),
+                position_type=PositionType(position_type),
+                client_order_id=coid if user_id else None,
+                tag=tag,
+            )
+            out.append(
+                JournalEntry(
+                    client_order_id=coid,
+                    strategy=strategy,
+                    intent=intent,
+                    status=OrderStatus(status),
+                    sent=bool(sent),
+                    created_ms=created_ms,
+                    order_id=order_id,
+                    code=code,
+                    msg=msg,
+                    filled=Decimal(filled),
+                )
+            )
+        return out
+
+    def status_of(self, client_order_id: str) -> tuple[OrderStatus, bool, int | None] | None:
+        """(status, sent, order_id) of a committed intent, or None (for tools and tests)."""
+        self.compact()
+        row = self._conn.execute(
+            "SELECT status, sent, order_id FROM intents WHERE client_order_id = ?",
+            (client_order_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return OrderStatus(row[0]), bool(row[1]), row[2]
+
+    def statuses(self) -> dict[str, OrderStatus]:
+        """Every committed intent's status by client order id (for tools and tests)."""
+        self.compact()
+        return {
+            coid: OrderStatus(status)
+            for coid, status in self._conn.execute(
+                "SELECT client_order_id, status FROM intents ORDER BY rowid"
+            )
+        }
+
+    # -- cursors ------------------------------------------------------------------------
+
+    def get_match_cursor(self, pair: str) -> int | None:
+        """The newest match id already published for a pair, or None."""
+        row = self._conn.execute(
+            "SELECT match_id FROM match_cursors WHERE pair = ?", (pair,)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_match_cursor(self, pair: str, match_id: int) -> None:
+        """Store the newest published match id of a pair (committed at once)."""
+        self.commit()
+        self._conn.execute(
+            "INSERT INTO match_cursors (pair, match_id) VALUES (?, ?)"
+            " ON CONFLICT (pair) DO UPDATE SET match_id = excluded.match_id",
+            (pair, match_id),
+        )
+
+    def get_log_id(self, coin: str) -> int | None:
+        """The newest account logId seen for a coin, or None."""
+        row = self._conn.execute("SELECT log_id FROM log_ids WHERE coin = ?", (coin,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_log_id(self, coin: str, log_id: int) -> None:
+        """Store the newest account logId of a coin (committed at once)."""
+        self.commit()
+        self._conn.execute(
+            "INSERT INTO log_ids (coin, log_id) VALUES (?, ?)"
+            " ON CONFLICT (coin) DO UPDATE SET log_id = excluded.log_id",
+            (coin, log_id),
+        )

@@ -1,0 +1,104 @@
+"""Helpers of the executor tests: a running engine + LiveExecutor against a venue twin."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from decimal import Decimal
+from typing import Any
+
+import anyio
+import attrs
+
+from framework.engine.events import Event, OrderUpdate
+from framework.engine.execution import ExecutionEngine, ExecutionSettings
+from framework.engine.intents import OrderIntent, OrderStatus
+from framework.live.executor import AfterCommit, LiveExecutor, build_execution
+from framework.live.journal import Journal
+from framework.live.rest import ResponseObserver, RestClient
+from framework.live.wallclock import WallClock
+from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
+from framework.twin.server import VenueTwin
+from framework.twin.settings import PriceSettings, TwinSettings
+from framework.venue.rules import PairRules
+from framework.venue.signing import make_signer
+
+# The engine's local rules are looser than the twin's (max_quantity 1000) so that tests can
+# send orders only the venue refuses.
+LOOSE_RULES: Mapping[str, PairRules] = {
+    "ETH-USD": PairRules(max_quantity=Decimal("100000")),
+    "BTC-USD": PairRules(quantity_decimals=4, min_quantity=Decimal("0.0001")),
+}
+
+FAST = ExecutionSettings(calls_per_second=1000.0, retry_base_s=0.01, retry_max_s=0.05)
+
+
+def twin_settings(**changes: Any) -> TwinSettings:
+    """Twin settings for executor tests: still prices, the given changes."""
+    return attrs.evolve(TwinSettings(prices=PriceSettings(tick_interval=0)), **changes)
+
+
+def resting_buy(qty: str = "0.1", price: str = "1500") -> OrderIntent:
+    """A GTC buy below the mark (2000): accepted, rests, never fills by itself."""
+    return OrderIntent(pair="ETH-USD", is_long=True, quantity=Decimal(qty), price=Decimal(price))
+
+
+def market(qty: str = "0.1", *, long: bool = True) -> OrderIntent:
+    """A market order on ETH-USD: fills at once at the mark (plus slippage)."""
+    return OrderIntent(pair="ETH-USD", is_long=long, quantity=Decimal(qty))
+
+
+@attrs.define
+class Session:
+    """An engine and its executor running against a twin; events are what was published."""
+
+    engine: ExecutionEngine
+    executor: LiveExecutor
+    rest: RestClient
+    events: list[Event]
+
+    def updates(self, status: OrderStatus | None = None) -> list[OrderUpdate]:
+        """Published OrderUpdates (of one status)."""
+        return [
+            e
+            for e in self.events
+            if isinstance(e, OrderUpdate) and (status is None or e.status is status)
+        ]
+
+    def final(self) -> dict[str, OrderStatus]:
+        """The last status published per client order id."""
+        return {u.client_order_id: u.status for u in self.updates()}
+
+
+@asynccontextmanager
+async def trading(
+    twin: VenueTwin,
+    settings: ExecutionSettings = FAST,
+    *,
+    journal: Journal | None = None,
+    rules: Mapping[str, PairRules] = LOOSE_RULES,
+    observer: ResponseObserver | None = None,
+    after_commit: AfterCommit | None = None,
+    timeout: float = 5.0,
+    base_url: str | None = None,
+) -> AsyncIterator[Session]:
+    """Run an engine + LiveExecutor on the twin's demo account for the body's duration."""
+    signer = make_signer(2, DEMO_PRIVATE_KEY)
+    url = base_url or twin.base_url
+    async with RestClient(url, DEMO_API_KEY, signer, observer=observer, timeout=timeout) as rest:
+        events: list[Event] = []
+        engine, executor = build_execution(
+            settings,
+            rest=rest,
+            publish=events.append,
+            rules=rules,
+            clock=WallClock(),
+            journal=journal,
+        )
+        executor.after_commit = after_commit
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(executor.run)
+            try:
+                yield Session(engine, executor, rest, events)
+            finally:
+                tg.cancel_scope.cancel()

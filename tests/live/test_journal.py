@@ -1,0 +1,267 @@
+"""The SQLite journal: WAL, commit per batch, cursors, id blocks, and restart recovery."""
+
+from __future__ import annotations
+
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from framework.engine.client_ids import ClientIdGenerator
+from framework.engine.clock import VirtualClock
+from framework.engine.events import Event, OrderUpdate
+from framework.engine.execution import ExecutionEngine, ExecutionSettings
+from framework.engine.intents import OrderIntent, OrderStatus
+from framework.live.journal import Journal
+from framework.venue.errors import BusyError
+from framework.venue.models import MatchRecord, MatchType, OrderResult, PositionType
+from framework.venue.rules import PairRules
+
+START_MS = 1_700_000_000_000
+
+
+def intent(i: int = 0, **kw: object) -> OrderIntent:
+    """A limit intent whose quantity encodes i (so payloads differ)."""
+    return OrderIntent(
+        pair="ETH-USD",
+        is_long=i % 2 == 0,
+        quantity=Decimal("0.1") + Decimal(i) / 1000,
+        price=Decimal("2000.5"),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def engine_on(
+    journal: Journal, clock: VirtualClock, events: list[Event], **settings: object
+) -> ExecutionEngine:
+    """An engine on a journal, as a process (node 'pf') would build it."""
+    return ExecutionEngine(
+        ExecutionSettings(calls_per_second=1000.0, **settings),  # type: ignore[arg-type]
+        rules={"ETH-USD": PairRules()},
+        publish=events.append,
+        now_ms=clock.now_ms,
+        ids=ClientIdGenerator("pf", journal),
+        journal=journal,
+    )
+
+
+def test_journal_is_sqlite_in_wal_mode(tmp_path: Path) -> None:
+    journal = Journal.open(tmp_path / "sub" / "journal.db")
+    mode = sqlite3.connect(tmp_path / "sub" / "journal.db").execute("PRAGMA journal_mode")
+    assert mode.fetchone()[0] == "wal"
+    journal.close()
+
+
+def test_writes_are_buffered_until_commit(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    journal = Journal.open(path)
+    journal.add("a-1", "pf", "s", intent(), OrderStatus.PENDING, START_MS)
+    reader = Journal.open(path)
+    assert reader.status_of("a-1") is None
+    assert journal.contains("a-1")
+    journal.commit()
+    assert reader.status_of("a-1") == (OrderStatus.PENDING, False, None)
+    journal.mark_sent(["a-1"], True)
+    journal.update([(OrderStatus.ACCEPTED, 77, None, None, START_MS + 1, "a-1")])
+    journal.commit()
+    assert reader.status_of("a-1") == (OrderStatus.ACCEPTED, True, 77)
+    assert journal.commits == 2
+
+
+def test_load_open_round_trips_intents_in_order(tmp_path: Path) -> None:
+    journal = Journal.open(tmp_path / "j.db")
+    market = OrderIntent(
+        pair="BTC-USD",
+        is_long=False,
+        quantity=Decimal("1.2500"),
+        match_type=MatchType.IOC,
+        position_type=PositionType.CROSS,
+        lever=7,
+        client_order_id="mine-1",
+        tag="hedge",
+    )
+    journal.add("x-2", "pf", "s", intent(2), OrderStatus.PENDING, START_MS)
+    journal.add("mine-1", "pf", "t", market, OrderStatus.PENDING, START_MS)
+    journal.add("x-3", "pf", "s", intent(3), OrderStatus.REJECTED, START_MS, 2301, "too small")
+    journal.add("x-4", "other", "s", intent(4), OrderStatus.PENDING, START_MS)
+    journal.commit()
+    loaded = journal.load_open("pf")
+    assert [e.client_order_id for e in loaded] == ["x-2", "mine-1"]
+    assert loaded[0].intent == intent(2)
+    assert loaded[1].intent == market and loaded[1].strategy == "t"
+    assert str(loaded[1].intent.quantity) == "1.2500"
+
+
+def test_cursors_and_log_ids_survive_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    journal = Journal.open(path)
+    assert journal.get_match_cursor("ETH-USD") is None and journal.get_log_id("USD") is None
+    journal.set_match_cursor("ETH-USD", 41)
+    journal.set_match_cursor("ETH-USD", 42)
+    journal.set_log_id("USD", 9001)
+    journal.close()
+    again = Journal.open(path)
+    assert (again.get_match_cursor("ETH-USD"), again.get_log_id("USD")) == (42, 9001)
+    assert again.get_match_cursor("BTC-USD") is None
+
+
+def test_memory_journal_works() -> None:
+    journal = Journal.open(":memory:")
+    journal.set_log_id("USD", 3)
+    assert journal.get_log_id("USD") == 3
+    assert journal.reserve_ids(10) == 0 and journal.reserve_ids(10) == 10
+
+
+def test_two_processes_sharing_a_journal_get_disjoint_id_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    a, b = Journal.open(path), Journal.open(path)
+    assert a.id_tag() == b.id_tag()
+    gen_a, gen_b = (
+        ClientIdGenerator("pf", a, block_size=5),
+        ClientIdGenerator("pf", b, block_size=5),
+    )
+    ids = [g.next() for _ in range(23) for g in (gen_a, gen_b)]
+    assert len(set(ids)) == len(ids)
+    fresh = Journal.open(tmp_path / "new.db")
+    assert fresh.id_tag() != a.id_tag()  # a re-created journal cannot reuse old ids
+
+
+def test_restart_sends_unsent_intents_and_marks_sent_ones_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    events: list[Event] = []
+    engine = engine_on(journal, clock, events, linger_ms=5)
+    ids = [engine.submit("s", intent(i)) for i in range(25)]
+    first = engine.next_batch()
+    assert first is not None and len(first.orders) == 20
+    engine.begin_send(first)  # sent mark committed; then the process dies
+    clock.advance(5)
+    unsent = engine.next_batch()  # its PENDING rows are committed here ...
+    assert unsent is not None  # ... and the process dies before begin_send
+    journal._conn.close()  # no orderly close: nothing more is written
+
+    clock.advance(1000)
+    again = Journal.open(path)
+    after: list[Event] = []
+    engine2 = engine_on(again, clock, after)
+    assert engine2.recover() == 5
+    unknown = [u.client_order_id for u in after if isinstance(u, OrderUpdate)]
+    assert unknown == ids[:20]
+    assert all(u.status is OrderStatus.UNKNOWN for u in after if isinstance(u, OrderUpdate))
+    batch = engine2.next_batch()
+    assert batch is not None and batch.orders == unsent.orders  # same ids, same payloads
+    engine2.begin_send(batch)
+    assert engine2.next_batch() is None
+    assert engine2.counters()["orders_sent"] == 5
+
+
+def test_unknown_intents_are_never_resent_after_restart(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [], unknown_window_s=10)
+    coid = engine.submit("s", intent())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_results(batch, [])  # missing -> UNKNOWN
+    journal.close()
+    again = Journal.open(path)
+    events: list[Event] = []
+    engine2 = engine_on(again, clock, events, unknown_window_s=10)
+    assert engine2.recover() == 0
+    assert engine2.next_batch() is None and engine2.status(coid) is OrderStatus.UNKNOWN
+    clock.advance(10_000)
+    assert engine2.tick() == 1
+    engine2.flush()
+    assert again.status_of(coid) == (OrderStatus.LOST, True, None)
+
+
+def test_busy_refusal_makes_intents_resendable_after_restart(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [])
+    coid = engine.submit("s", intent())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, BusyError(2329, "The server is updating, please wait a moment..."))
+    engine.flush()
+    journal._conn.close()
+    engine2 = engine_on(Journal.open(path), clock, [])
+    assert engine2.recover() == 1
+    resent = engine2.next_batch()
+    assert resent is not None and resent.client_order_ids == [coid]
+
+
+def test_accepted_orders_still_link_their_fills_after_restart(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [])
+    coid = engine.submit("s", intent(0))
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_results(batch, [OrderResult(client_order_id=coid, order_id=555)])
+    journal.close()
+    events: list[Event] = []
+    engine2 = engine_on(Journal.open(path), clock, events)
+    engine2.recover()
+    filled = engine2.attribute(MatchRecord(id=1, entrust_id=555, quantity=Decimal("0.1")))
+    assert (filled.strategy, filled.match.client_order_id) == ("s", coid)
+    assert [e.status for e in events if isinstance(e, OrderUpdate)] == [OrderStatus.FILLED]
+
+
+def test_pending_older_than_max_age_is_rejected_not_sent_at_restart(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [], linger_ms=1000)
+    coid = engine.submit("s", intent())
+    engine.flush()
+    journal._conn.close()
+    clock.advance(120_000)
+    events: list[Event] = []
+    engine2 = engine_on(Journal.open(path), clock, events, pending_max_age_s=60)
+    assert engine2.recover() == 0
+    (update,) = events
+    assert isinstance(update, OrderUpdate)
+    assert (update.client_order_id, update.status, update.code) == (
+        coid,
+        OrderStatus.REJECTED,
+        9012,
+    )
+
+
+def test_user_id_reuse_is_caught_across_restarts(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    engine_on(journal, clock, []).submit("s", intent(client_order_id="keep-1"))
+    journal.close()
+    engine2 = engine_on(Journal.open(path), clock, [])
+    with pytest.raises(ValueError, match="already used"):
+        engine2.submit("s", intent(client_order_id="keep-1"))
+
+
+def test_log_is_folded_in_bounded_chunks_and_loses_nothing(tmp_path: Path) -> None:
+    from framework.live.journal import COMPACT_AFTER, COMPACT_CHUNK
+
+    journal = Journal.open(tmp_path / "j.db")
+    for i in range(COMPACT_AFTER):
+        coid = f"x-{i}"
+        journal.add(coid, "pf", "s", intent(i), OrderStatus.PENDING, START_MS)
+        journal.commit()
+        journal.update([(OrderStatus.ACCEPTED, i, None, None, START_MS, coid)])
+    journal.commit()
+    assert journal.log_rows == COMPACT_AFTER + 1
+    journal.compact_if_due()
+    assert journal.log_rows == COMPACT_AFTER + 1 - COMPACT_CHUNK
+    statuses = journal.statuses()  # a read folds the rest
+    assert len(statuses) == COMPACT_AFTER
+    assert set(statuses.values()) == {OrderStatus.ACCEPTED}
+    assert journal.status_of("x-7") == (OrderStatus.ACCEPTED, False, 7)
