@@ -143,4 +143,6 @@ def configure_logging(
     # Library chatter (one line per HTTP request, scheduler internals) drowns lifecycle lines.
     for noisy in ("httpx", "httpcore", "apscheduler", "websockets", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    # The stream logs each reconnect with its reason and delay; stamina's own line repeats it.
+    logging.getLogger("stamina").setLevel(logging.ERROR)
     return handler

@@ -191,7 +191,7 @@ class MatchPoller:
                 cursor.advance(after)
                 self._store.set_match_cursor(pair, after)
                 if rnd.initialise:
-                    log.info("poller: %s starts after match %d (no backfill)", pair, after)
+                    log.info("%s starts after match %d (no backfill)", pair, after)
             self.stats.matches += published
             self.last_poll[pair] = datetime.now(UTC)
             return published
@@ -203,12 +203,12 @@ class MatchPoller:
         except asyncio.CancelledError:
             # The top frame of a task apscheduler started: nobody awaits it, so ending
             # quietly here keeps a shutdown from being reported as a failed job.
-            log.debug("poller: poll of %s cancelled", pair)
+            log.debug("poll of %s cancelled", pair)
             return
         except (TransportError, VenueError) as exc:
             self._failed(pair, exc)
         except Exception as exc:
-            log.exception("poller: poll of %s failed unexpectedly", pair)
+            log.exception("poll of %s failed unexpectedly", pair)
             self._failed(pair, exc)
         else:
             if self.state != "ok":
@@ -217,7 +217,7 @@ class MatchPoller:
     def _failed(self, pair: str, exc: Exception) -> None:
         self.stats.errors += 1
         self.last_error = f"{pair}: {type(exc).__name__}: {exc}"
-        log.warning("poller: poll of %s failed: %s", pair, exc)
+        log.warning("poll of %s failed: %s", pair, exc)
         self._set_state("error", self.last_error)
 
     def _set_state(self, state: str, detail: str) -> None:
@@ -226,7 +226,7 @@ class MatchPoller:
             try:
                 self._on_state(state, detail)
             except Exception:
-                log.exception("poller: on_state callback failed")
+                log.exception("on_state callback failed")
 
     def start(self, scheduler: AsyncIOScheduler | None = None) -> None:
         """Add one interval job per pair to scheduler (or to a scheduler of its own).
