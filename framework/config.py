@@ -181,6 +181,8 @@ class Config:
     recording: RecordingConfig = RecordingConfig()
     logging: LoggingConfig = LoggingConfig()
     metrics: MetricsConfig = MetricsConfig()
+    backtest: dict[str, Any] = attrs.Factory(dict)
+    """``run.py backtest`` settings (framework.backtest.runner.BacktestSettings); unused live."""
 
     def settle_coin(self, pair: str) -> str:
         """The settlement coin of one configured pair."""

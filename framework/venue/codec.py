@@ -44,6 +44,10 @@ _ENUMS: Final[dict[str, type[Any]]] = {
 }
 
 
+_CACHE_LIMIT: Final = 1 << 16
+"""Decimal and date-time texts a codec keeps decoded; a full cache is emptied (bounded)."""
+
+
 def plain_decimal(value: Decimal) -> str:
     """Render a Decimal as a plain string: no exponent, no trailing zeros (1E+1 -> '10')."""
     text = format(value, "f")
@@ -121,14 +125,26 @@ def _describe(v: Any) -> str:
 
 
 def _dt_converter(zone: tzinfo) -> Callable[[Any], datetime]:
+    # Texts have second resolution and repeat (every match of a poll page, every page of a
+    # poll), so each is parsed once; datetimes are immutable. Bounded like the Decimal cache.
+    cache: dict[str, datetime] = {}
+
     def to_dt(v: Any) -> datetime:
         if type(v) is not str:
             raise TypeError(f"expected a date-time string, got {_describe(v)}")
+        found = cache.get(v)
+        if found is not None:
+            return found
         try:
             value = datetime.fromisoformat(v)
         except ValueError:
             raise ValueError(f"expected yyyy-MM-dd HH:mm:ss, got {_describe(v)}") from None
-        return value.replace(tzinfo=zone) if value.tzinfo is None else value
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=zone)
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[v] = value
+        return value
 
     return to_dt
 
@@ -168,10 +184,6 @@ def _encode_value(v: Any, kind: str, zone: tzinfo) -> Any:
     return v
 
 
-_DECIMAL_CACHE_LIMIT: Final = 1 << 16
-"""Decimal texts a codec keeps; the cache is emptied when it is full (bounded memory)."""
-
-
 def _caching_dec(cache: dict[str, Decimal]) -> Callable[[Any], Decimal]:
     """_to_dec that remembers what it decoded from a string (only valid, finite values)."""
 
@@ -184,7 +196,7 @@ def _caching_dec(cache: dict[str, Decimal]) -> Callable[[Any], Decimal]:
             raise ValueError(f"expected a decimal, got {_describe(v)}") from None
         if not d.is_finite():
             raise ValueError(f"expected a finite decimal, got {_describe(v)}")
-        if len(cache) >= _DECIMAL_CACHE_LIMIT:
+        if len(cache) >= _CACHE_LIMIT:
             cache.clear()
         cache[v] = d
         return d
@@ -372,7 +384,7 @@ class Codec:
             body.append(f"        s_extra(o, {extra})")
         else:
             body = []
-            for j, (attr, get, convert) in enumerate(values):
+            for j, (_, get, convert) in enumerate(values):
                 body.append(f"        v = {get}; a{j} = {convert}")
             args = [f"{attr}=a{j}" for j, (attr, _, _) in enumerate(values)]
             args.extend(f"{p.name}={p.name}" for p in params)

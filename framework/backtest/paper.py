@@ -1,0 +1,500 @@
+"""The paper venue: the backtest's orders filled at the recording's prices, with the twin's rules.
+
+Matching is the venue twin's pure state machine (:class:`framework.twin.exchange.Exchange`),
+so a paper order meets exactly the twin's pre-trade checks and codes
+(:func:`framework.venue.rules.check_order` first, then balance, 2305/2306, 2310, 2318), its
+margin, fee and PnL arithmetic, resting GTC orders, POST_ONLY and liquidations. What the
+paper venue adds is where prices come from and how results reach the strategies:
+
+* Prices: a :class:`PriceTrack` of points found in the recording (match averagePrice at the
+  match's time, the openingPrice of NEW position pushes) or read from a CSV file. Each point
+  becomes the pair's mark at its time (resting orders fill, positions may be liquidated).
+  An order is priced, per ``fill_price``, at the first point at or after its time (``next``,
+  the default: the price a live order sent then would have met; at most ``max_wait_ms``
+  ahead) or at the last point before it (``last``: no look-ahead at all). Market orders fill
+  at that mark moved by ``slippage`` against the taker (0 by default: prices found in a
+  recording are trade prices, which already carry the slippage their takers paid; set it
+  for a CSV track of marks), limit orders never beyond their limit. A pair with no price yet refuses orders with 2331 (no market predict price).
+* Results: the batch answer goes back to the execution engine (accepted orders, or the
+  whole-call refusal, as the twin answers in ``partial`` batch mode); every position and
+  balance change becomes the push the twin would send, decoded by the same codec and routed
+  through the same portfolio and bus as recorded pushes; matches wait for the next virtual
+  match poll, as live. Paper ids (order, position, match, logId) start at
+  :data:`PAPER_ID_BASE` so they never meet the recording's.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+
+from framework.backtest.recording import PricePoint
+from framework.engine.execution import Batch, ExecutionEngine
+from framework.twin import wire
+from framework.twin.events import BalanceChanged
+from framework.twin.events import Event as TwinEvent
+from framework.twin.events import PositionChanged as TwinPositionChanged
+from framework.twin.exchange import Exchange
+from framework.twin.settings import FeeSettings, PairSettings, TwinSettings
+from framework.venue.codec import DEFAULT_CODEC, Codec
+from framework.venue.errors import ConfigError, VenueError, error_for, render_message
+from framework.venue.models import AccountPush, MatchRecord, OrderInput, OrderResult, PositionPush
+from framework.venue.rules import PairRules, settle_coin_of
+
+__all__ = [
+    "NO_PRICE",
+    "PAPER_ID_BASE",
+    "Fill",
+    "PaperExecutor",
+    "PaperSettings",
+    "PaperVenue",
+    "PriceTrack",
+]
+
+log = logging.getLogger("framework.paper")
+
+PAPER_ID_BASE: Final = 10**12
+"""Added to every id the paper venue makes (orders, positions, matches, logIds)."""
+
+NO_PRICE: Final = 2331
+"""The venue's code for 'Market predict price was not obtained': no price known yet."""
+
+_USER: Final = 1
+_ZERO: Final = Decimal(0)
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value < 0:
+        raise ValueError(f"backtest.{attribute.name} must not be negative, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class PaperSettings:
+    """The fill model (YAML ``backtest:`` keys of the same names)."""
+
+    fill_price: Literal["next", "last"] = "next"
+    max_wait_ms: int = attrs.field(default=2000, validator=_non_negative)
+    latency_ms: int = attrs.field(default=0, validator=_non_negative)
+    slippage: Decimal = attrs.field(default=Decimal(0), validator=_non_negative)
+    maker_fee: Decimal = attrs.field(default=Decimal("0.0002"), validator=_non_negative)
+    taker_fee: Decimal = attrs.field(default=Decimal("0.0005"), validator=_non_negative)
+    maintenance_margin_rate: Decimal = attrs.field(
+        default=Decimal("0.005"), validator=_non_negative
+    )
+    balances: dict[str, Decimal] = attrs.field(factory=dict)
+    default_balance: Decimal = attrs.field(default=Decimal("100000"), validator=_non_negative)
+    settle_decimals: int = 8
+
+
+# ------------------------------------------------------------------------------ prices
+
+
+class PriceTrack:
+    """Prices per pair over time: sorted points, looked up by time."""
+
+    def __init__(self, points: Iterable[PricePoint]) -> None:
+        merged: dict[str, dict[int, Decimal]] = {}
+        for point in sorted(points, key=PricePoint.key):
+            merged.setdefault(point.pair, {})[point.ts] = point.price  # last one of a ms wins
+        self._times = {pair: sorted(by_ts) for pair, by_ts in merged.items()}
+        self._prices = {pair: [merged[pair][t] for t in self._times[pair]] for pair in merged}
+        self.points: list[PricePoint] = sorted(
+            (
+                PricePoint(t, pair, merged[pair][t], "track")
+                for pair, times in self._times.items()
+                for t in times
+            ),
+            key=PricePoint.key,
+        )
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def pairs(self) -> list[str]:
+        """The pairs with at least one price."""
+        return sorted(self._times)
+
+    def first(self, pair: str) -> Decimal | None:
+        """The earliest price of pair."""
+        prices = self._prices.get(pair)
+        return prices[0] if prices else None
+
+    def last_at(self, pair: str, ts: int) -> Decimal | None:
+        """The price of the last point at or before ts."""
+        times = self._times.get(pair)
+        if not times:
+            return None
+        i = bisect_right(times, ts)
+        return self._prices[pair][i - 1] if i else None
+
+    def next_at(self, pair: str, ts: int, max_wait_ms: int) -> Decimal | None:
+        """The price of the first point at or after ts, if within max_wait_ms."""
+        times = self._times.get(pair)
+        if not times:
+            return None
+        i = bisect_left(times, ts)
+        if i < len(times) and times[i] - ts <= max_wait_ms:
+            return self._prices[pair][i]
+        return None
+
+    @classmethod
+    def from_csv(cls, path: str | Path, pairs: Iterable[str]) -> PriceTrack:
+        """Read a CSV: a ``ts`` (epoch ms) or ``time`` (ISO 8601) column, one column per pair."""
+        wanted = set(pairs)
+        points: list[PricePoint] = []
+        try:
+            with open(path, newline="", encoding="utf-8") as handle:
+                reader = csv.DictReader(handle)
+                fields = reader.fieldnames or []
+                if "ts" not in fields and "time" not in fields:
+                    raise ConfigError(f"{path}: a price track needs a 'ts' or 'time' column")
+                columns = [c for c in fields if c in wanted]
+                if not columns:
+                    raise ConfigError(f"{path}: no column names a configured pair")
+                for row in reader:
+                    ts = _csv_time(path, reader.line_num, row)
+                    for column in columns:
+                        cell = (row.get(column) or "").strip()
+                        if cell:
+                            points.append(
+                                PricePoint(
+                                    ts, column, _csv_price(path, reader.line_num, cell), "csv"
+                                )
+                            )
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read price track: {exc.strerror}") from None
+        if not points:
+            raise ConfigError(f"{path}: the price track has no prices")
+        return cls(points)
+
+
+def _csv_time(path: str | Path, line: int, row: Mapping[str, str | None]) -> int:
+    text = (row.get("ts") or "").strip()
+    if text:
+        try:
+            return int(Decimal(text))
+        except InvalidOperation:
+            raise ConfigError(f"{path}: line {line}: bad ts {text!r}") from None
+    text = (row.get("time") or "").strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"{path}: line {line}: bad time {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _csv_price(path: str | Path, line: int, cell: str) -> Decimal:
+    try:
+        price = Decimal(cell)
+    except InvalidOperation:
+        price = _ZERO
+    if not price.is_finite() or price <= 0:
+        raise ConfigError(f"{path}: line {line}: bad price {cell!r}")
+    return price
+
+
+# ------------------------------------------------------------------------------ venue
+
+
+@attrs.frozen(slots=True)
+class Fill:
+    """One paper fill, for the report."""
+
+    ts: int
+    pair: str
+    is_long: bool
+    quantity: Decimal
+    price: Decimal
+    fee: Decimal
+    profit_loss: Decimal
+    is_taker: bool
+    is_close: bool
+    order_id: int
+
+
+class PaperVenue:
+    """The backtest's account on the twin's exchange, priced by a PriceTrack."""
+
+    def __init__(
+        self,
+        settings: PaperSettings,
+        *,
+        rules: Mapping[str, PairRules],
+        track: PriceTrack,
+        deliver: Callable[[PositionPush | AccountPush], None],
+        now_ms: Callable[[], int],
+        coins: Mapping[str, str] | None = None,
+        codec: Codec = DEFAULT_CODEC,
+    ) -> None:
+        self.settings = settings
+        self.track = track
+        self._deliver = deliver
+        self._now_ms = now_ms
+        self._codec = codec
+        self.coin_of = {p: (coins or {}).get(p) or settle_coin_of(p, r) for p, r in rules.items()}
+        coin_ids = {c: i + 1 for i, c in enumerate(sorted(set(self.coin_of.values())))}
+        pairs = {
+            pair: PairSettings(
+                initial_price=track.first(pair) or Decimal(1),
+                contract_pair_id=i + 1,
+                settle_decimals=settings.settle_decimals,
+                rules=attrs.evolve(r, settle_coin=self.coin_of[pair]),
+            )
+            for i, (pair, r) in enumerate(rules.items())
+        }
+        self.exchange = Exchange(
+            TwinSettings(
+                pairs=pairs,
+                coins=coin_ids,
+                fees=FeeSettings(maker=settings.maker_fee, taker=settings.taker_fee),
+                slippage=settings.slippage,
+                maintenance_margin_rate=settings.maintenance_margin_rate,
+                demo_account=False,
+            )
+        )
+        self.initial = {
+            coin: settings.balances.get(coin, settings.default_balance) for coin in coin_ids
+        }
+        self.exchange.open_account(_USER, None, self.initial)
+        self._priced: set[str] = set()
+        self._seen_matches: dict[str, int] = {}
+        self._pending: list[MatchRecord] = []
+        self.fills: list[Fill] = []
+        self.positions: dict[str, list[tuple[int, Decimal]]] = {p: [] for p in rules}
+        self.refusals: dict[int, int] = {}
+        self.on_fill: Callable[[Fill], None] | None = None
+
+    # ---- prices
+
+    def apply_price(self, pair: str, price: Decimal, ts: int) -> None:
+        """A price point of the track is reached: it becomes the pair's mark."""
+        market = self.exchange.markets.get(pair)
+        if market is None:
+            return
+        self._priced.add(pair)
+        if market.mark == price:
+            return
+        if not market.book and not market.holders:
+            # Nothing rests and nothing is held on the pair: the mark is all that changes
+            # (what set_mark would do, without its book and liquidation passes).
+            market.mark = price
+            return
+        self._emit(self.exchange.set_mark(pair, price, ts), ts)
+
+    def mark(self, pair: str) -> Decimal | None:
+        """The pair's current mark, None before its first price (the risk gate's reference)."""
+        market = self.exchange.markets.get(pair)
+        return market.mark if market is not None and pair in self._priced else None
+
+    def _reference(self, pair: str, now: int) -> Decimal | None:
+        s = self.settings
+        if s.fill_price == "next":
+            price = self.track.next_at(pair, now, s.max_wait_ms)
+            if price is not None:
+                return price
+        return self.mark(pair)
+
+    # ---- orders
+
+    def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
+        """Place a batch; the accepted orders' results, or the whole-call refusal raised."""
+        refusals: dict[int, tuple[int, str]] = {}
+        placeable: list[tuple[int, OrderInput]] = []
+        for index, order in enumerate(orders):
+            pair = order.pair_name
+            if pair not in self.exchange.markets:
+                refusals[index] = (2001, render_message(2001, "pairName"))
+                continue
+            price = self._reference(pair, now)
+            if price is None:
+                refusals[index] = (NO_PRICE, render_message(NO_PRICE))
+                continue
+            self._priced.add(pair)
+            if self.exchange.markets[pair].mark != price:
+                self._emit(self.exchange.set_mark(pair, price, now), now)
+            placeable.append((index, order))
+        outcome = self.exchange.submit(_USER, [o for _, o in placeable], now, atomic=False)
+        for position, code, msg in outcome.refusals:
+            refusals[placeable[position][0]] = (code, msg)
+        for code, _ in refusals.values():
+            self.refusals[code] = self.refusals.get(code, 0) + 1
+        self._emit(outcome.events, now)
+        if not outcome.accepted:
+            code, msg = refusals[min(refusals)]
+            raise error_for(code, msg)
+        return [
+            OrderResult(client_order_id=cid, order_id=PAPER_ID_BASE + oid, pair_name=pair)
+            for cid, oid, pair in outcome.accepted
+        ]
+
+    def take_matches(self) -> list[MatchRecord]:
+        """The paper matches made since the last call (what a match poll finds), oldest first."""
+        out, self._pending = self._pending, []
+        return out
+
+    # ---- changes -> pushes, matches, ledger
+
+    def _emit(self, events: list[TwinEvent], now: int) -> None:
+        if not events:
+            return
+        decode = self._codec.decode_frame
+        deliver = self._deliver
+        for event in events:
+            if isinstance(event, BalanceChanged):
+                frame = wire.account_frame(event)
+                frame["data"]["logId"] += PAPER_ID_BASE
+            else:
+                frame = wire.position_frame(event)
+                frame["data"]["positionId"] += PAPER_ID_BASE
+                self._position_changed(event, now)
+            push = decode(frame)
+            assert isinstance(push, PositionPush | AccountPush)
+            deliver(push)
+        self._collect_matches()
+
+    def _position_changed(self, event: TwinPositionChanged, now: int) -> None:
+        quantity = event.current_quantity if event.is_long else -event.current_quantity
+        self.positions.setdefault(event.pair, []).append((now, quantity))
+
+    def _collect_matches(self) -> None:
+        account = self.exchange.accounts[_USER]
+        for pair, found in account.matches.items():
+            seen = self._seen_matches.get(pair, 0)
+            if len(found) <= seen:
+                continue
+            self._seen_matches[pair] = len(found)
+            for match in found[seen:]:
+                obj = wire.match_object(match)
+                obj["id"] += PAPER_ID_BASE
+                obj["entrustId"] += PAPER_ID_BASE
+                obj["contractPositionId"] += PAPER_ID_BASE
+                self._pending.append(self._codec.decode(MatchRecord, obj))
+                fill = Fill(
+                    match.time_ms,
+                    pair,
+                    match.is_long,
+                    match.quantity,
+                    match.price,
+                    match.fee,
+                    match.profit_loss,
+                    match.is_taker,
+                    match.is_close,
+                    PAPER_ID_BASE + match.order_id,
+                )
+                self.fills.append(fill)
+                if self.on_fill is not None:
+                    self.on_fill(fill)
+
+    # ---- valuation
+
+    def equity(self) -> dict[str, Decimal]:
+        """Per coin: available + frozen + unrealized PnL at the current marks."""
+        exchange = self.exchange
+        account = exchange.accounts[_USER]
+        out = {coin: b.available + b.frozen for coin, b in account.balances.items()}
+        for position in account.positions.values():
+            coin = self.coin_of[position.pair]
+            out[coin] = out.get(coin, _ZERO) + exchange.unrealized_pnl(position)
+        return out
+
+    def unrealized(self) -> dict[str, Decimal]:
+        """Per pair: the unrealized PnL of the open paper position at the current mark."""
+        account = self.exchange.accounts[_USER]
+        return {p: self.exchange.unrealized_pnl(pos) for p, pos in account.positions.items()}
+
+    def open_positions(self) -> dict[str, Decimal]:
+        """Per pair: the signed quantity of the open paper position."""
+        account = self.exchange.accounts[_USER]
+        return {
+            p: pos.quantity if pos.is_long else -pos.quantity
+            for p, pos in account.positions.items()
+        }
+
+
+# ------------------------------------------------------------------------------ executor
+
+
+class PaperExecutor:
+    """Drives the execution engine against the paper venue on virtual time.
+
+    ``wake`` (the engine's ``on_ready``) only raises a flag; the replay loop calls
+    :meth:`pump` when it is set, outside any bus dispatch. Answers come back after
+    ``latency_ms`` of virtual time (at once when 0); the engine's own deadlines (linger,
+    token bucket, retry backoff, the UNKNOWN window) are kept through ``schedule``.
+    """
+
+    def __init__(
+        self,
+        engine: ExecutionEngine,
+        venue: PaperVenue,
+        *,
+        now_ms: Callable[[], int],
+        schedule: Callable[[int, Callable[[], None]], None],
+        latency_ms: int = 0,
+    ) -> None:
+        self.engine = engine
+        self.venue = venue
+        self._now_ms = now_ms
+        self._schedule = schedule
+        self.latency_ms = latency_ms
+        self.pending = False
+        self._wake_at: int | None = None
+        self.batches = 0
+
+    def wake(self) -> None:
+        """The engine has work: pump at the next opportunity."""
+        self.pending = True
+
+    def pump(self) -> None:
+        """Send every due batch, expire UNKNOWN intents, and book the next deadline."""
+        self.pending = False
+        engine = self.engine
+        now = self._now_ms()
+        while (batch := engine.next_batch()) is not None:
+            engine.begin_send(batch)
+            self.batches += 1
+            if self.latency_ms:
+                self._schedule(now + self.latency_ms, _Answer(self, batch))
+            else:
+                self.answer(batch)
+        engine.tick()
+        wait = engine.next_wakeup_ms()
+        if wait is not None:
+            at = now + max(wait, 1)
+            if self._wake_at is None or at < self._wake_at or self._wake_at <= now:
+                self._wake_at = at
+                self._schedule(at, self._timed_wake)
+
+    def _timed_wake(self) -> None:
+        if self._wake_at is not None and self._wake_at <= self._now_ms():
+            self._wake_at = None
+        self.pending = True
+
+    def answer(self, batch: Batch) -> None:
+        """The paper venue's answer to one batch reaches the engine."""
+        try:
+            results = self.venue.batch_create(batch.orders, self._now_ms())
+        except VenueError as exc:
+            self.engine.on_failure(batch, exc)
+        else:
+            self.engine.on_results(batch, results)
+        self.pending = True
+
+
+@attrs.frozen(slots=True)
+class _Answer:
+    executor: PaperExecutor
+    batch: Batch
+
+    def __call__(self) -> None:
+        self.executor.answer(self.batch)

@@ -1,0 +1,433 @@
+"""The backtest runner: a config and a recording in, report data out (see :class:`Backtest`).
+
+A backtest is built like the live node (one Bus, one Portfolio fed through push_router, the
+config's strategies loaded by ``module:Class`` and attached with the same dispatch rule, one
+ExecutionEngine with the config's ``execution`` settings) and differs only at the edges: a
+:class:`~framework.backtest.replay.ReplayClock`, the recording instead of the stream and the
+poller, a :class:`~framework.backtest.paper.PaperVenue` instead of the REST client.
+
+The config file is the live one plus an optional ``backtest:`` section
+(:class:`BacktestSettings`), which :func:`load_backtest_config` takes out before the live
+config is parsed (line numbers of the rest stay right).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+import cattrs
+import yaml
+
+from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue, PriceTrack
+from framework.backtest.recording import RecordingIndex, RecordingReader, scan
+from framework.backtest.replay import Repeating, ReplayClock, Replayer, ReplayStats, Timeline
+from framework.backtest.report import ReportCollector
+from framework.config import Config, parse_config
+from framework.engine.bus import Bus
+from framework.engine.client_ids import ClientIdGenerator
+from framework.engine.events import BalanceSynced, Started, Stopping, Timer
+from framework.engine.execution import ExecutionEngine
+from framework.engine.portfolio import Portfolio, push_router
+from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
+from framework.venue.errors import ConfigError
+from framework.venue.models import AccountBalance, MatchRecord
+
+__all__ = [
+    "Backtest",
+    "BacktestResult",
+    "BacktestSettings",
+    "backtest_settings",
+    "load_backtest_config",
+]
+
+log = logging.getLogger("framework.backtest")
+
+
+def _positive(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"backtest.{attribute.name} must be at least 1, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class BacktestSettings:
+    """The ``backtest:`` section of a config file; every key has a default."""
+
+    recording: str | None = None
+    """The recording to replay when --recording is not given."""
+    report: str | None = None
+    """The report directory when --report is not given (default: reports/<config name>)."""
+    own_activity: Literal["supersede", "deliver"] = "supersede"
+    """The recorded node's own fills, positions and balances: replaced by the paper
+    account's (supersede) or delivered as recorded (deliver: the recording is someone
+    else's activity the strategies should see)."""
+    price_sources: tuple[Literal["matches", "positions"], ...] = ("matches", "positions")
+    """Where prices come from: match averagePrice; the openingPrice of NEW position pushes
+    (with both, positions are used only when the recording holds no match)."""
+    prices_csv: str | None = None
+    """A price track CSV (``ts`` or ``time`` column, one column per pair) used instead."""
+    equity_sample_ms: int = attrs.field(default=1000, validator=_positive)
+    """Virtual time between equity samples (also taken at every paper fill)."""
+    seed: int = 1
+    """Seeds the client ids and the retry jitter (part of what makes runs identical)."""
+    paper: PaperSettings = PaperSettings()
+
+
+# ------------------------------------------------------------------------------ config
+
+
+def _converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+
+    def decimal(value: Any, _type: Any) -> Decimal:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValueError(f"expected a decimal, got {value!r}")
+        try:
+            result = Decimal(str(value).strip())
+        except InvalidOperation:
+            raise ValueError(f"expected a decimal, got {value!r}") from None
+        if not result.is_finite():
+            raise ValueError(f"expected a finite decimal, got {value!r}")
+        return result
+
+    def integer(value: Any, _type: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {value!r}")
+        return value
+
+    def text(value: Any, _type: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {value!r}")
+        return value
+
+    conv.register_structure_hook(Decimal, decimal)
+    conv.register_structure_hook(int, integer)
+    conv.register_structure_hook(str, text)
+    return conv
+
+
+_CONVERTER = _converter()
+
+
+def _split_backtest_section(text: str) -> tuple[str, Any, int | None]:
+    """The text with its top-level ``backtest:`` section blanked (line numbers kept)."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return text, None, None  # parse_config reports the YAML error with its line
+    if not isinstance(node, yaml.MappingNode):
+        return text, None, None
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "backtest":
+            first, last = key.start_mark.line, value.end_mark.line
+            if value.end_mark.column == 0:
+                last -= 1
+            lines = text.splitlines(keepends=True)
+            for i in range(first, min(last, len(lines) - 1) + 1):
+                lines[i] = "\n"
+            section = yaml.safe_load(yaml.serialize(value, Dumper=yaml.SafeDumper))
+            return "".join(lines), section, first + 1
+    return text, None, None
+
+
+def load_backtest_config(path: str | Path) -> tuple[Config, BacktestSettings]:
+    """Read a config file: the live Config plus its ``backtest:`` section; ConfigError if bad."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    stripped, section, line = _split_backtest_section(text)
+    config = parse_config(stripped, source=source)
+    return config, backtest_settings(section, source=f"{source}: backtest (line {line})")
+
+
+def backtest_settings(section: Any, *, source: str = "backtest") -> BacktestSettings:
+    """Structure a ``backtest:`` mapping (None: every default) or raise ConfigError."""
+    if section is None:
+        return BacktestSettings()
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"{source}: expected a mapping of settings")
+    data = dict(section)
+    if isinstance(data.get("price_sources"), list):
+        data["price_sources"] = tuple(data["price_sources"])
+    try:
+        return _CONVERTER.structure(data, BacktestSettings)
+    except Exception as exc:
+        if isinstance(exc, cattrs.BaseValidationError):
+            problems = cattrs.transform_error(exc, path="backtest")
+        else:
+            problems = [str(exc)]
+        raise ConfigError(f"{source}: invalid settings:\n  " + "\n  ".join(problems)) from None
+
+
+# ------------------------------------------------------------------------------ runner
+
+
+@attrs.define
+class BacktestResult:
+    """What a backtest produced: report.json's data and the live objects behind it."""
+
+    results: dict[str, Any]
+    collector: ReportCollector
+    stats: ReplayStats
+    index: RecordingIndex
+    strategies: list[Strategy]
+    portfolio: Portfolio
+    engine: ExecutionEngine
+    paper: PaperVenue
+    elapsed_s: float
+    scan_s: float
+
+    @property
+    def messages_per_second(self) -> float:
+        """Replay rate (wall clock): recorded lines per second, scan excluded."""
+        replay = self.elapsed_s - self.scan_s
+        return self.stats.lines / replay if replay > 0 else float("inf")
+
+
+class Backtest:
+    """One dry run: a recording replayed through the live code against a paper venue.
+
+    Built like the live node: one Bus, one Portfolio (fed through push_router), the
+    strategies of the config loaded by ``module:Class`` and attached with the same dispatch
+    rule, one ExecutionEngine with the config's ``execution`` settings (risk checks
+    included). Only the edges differ: a :class:`ReplayClock`, the recording instead of the
+    stream and poller, a :class:`PaperVenue` instead of the REST client.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        recording: str | Path,
+        settings: BacktestSettings | None = None,
+        *,
+        strategies: Sequence[Callable[[BasicContext], Strategy]] | None = None,
+    ) -> None:
+        self.config = config
+        self.recording = Path(recording)
+        self.settings = settings or BacktestSettings()
+        self._factories = strategies
+
+    def run(self, *, progress: Callable[[int, int], None] | None = None) -> BacktestResult:
+        """Replay the whole recording; progress(bytes_read, total) is called as it goes."""
+        began = time.perf_counter()
+        config, settings = self.config, self.settings
+        reader = RecordingReader(self.recording)
+        sources = settings.price_sources
+        index = scan(
+            self.recording,
+            positions=(
+                "never"
+                if "positions" not in sources
+                else "fallback"
+                if "matches" in sources
+                else "always"
+            ),
+        )
+        scanned = time.perf_counter()
+        if settings.prices_csv:
+            track = PriceTrack.from_csv(settings.prices_csv, config.pairs)
+        else:
+            track = PriceTrack(p for p in index.prices if p.source in sources)
+        start = index.first_ts or 0
+        clock = ReplayClock(start)
+        timeline = Timeline(clock)
+        bus = Bus()
+        portfolio = Portfolio()
+        route = push_router(portfolio, bus.publish)
+        coins = {pair: config.settle_coin(pair) for pair in config.pairs}
+        paper = PaperVenue(
+            settings.paper,
+            rules=config.pairs,
+            track=track,
+            deliver=route,
+            now_ms=clock.now_ms,
+            coins=coins,
+        )
+        engine = ExecutionEngine(
+            config.execution,
+            rules=config.pairs,
+            publish=bus.publish,
+            now_ms=clock.now_ms,
+            ids=ClientIdGenerator.ephemeral("bt", now_ms=start, random_bits=settings.seed),
+            mark_price=paper.mark,
+            random=random.Random(settings.seed).random,
+        )
+        executor = PaperExecutor(
+            engine,
+            paper,
+            now_ms=clock.now_ms,
+            schedule=timeline.at,
+            latency_ms=settings.paper.latency_ms,
+        )
+        engine.on_ready = executor.wake
+        timers: dict[tuple[str, str], Repeating] = {}
+
+        def schedule(strategy: str, name: str, every_s: float) -> None:
+            # As the live node's apscheduler job: a new schedule of a name replaces the old.
+            interval = max(1, round(every_s * 1000))
+            old = timers.pop((strategy, name), None)
+            if old is not None:
+                old.cancel()
+            timers[(strategy, name)] = timeline.every(
+                interval, _TimerFire(bus, clock, strategy, name), first_ms=clock.ms + interval
+            )
+
+        context = BasicContext(portfolio, clock, engine.submit, schedule)
+        strategies = self._strategies(context)
+        for strategy in strategies:
+            attach(bus, strategy)
+        collector = ReportCollector(
+            bus, paper, now_ms=clock.now_ms, strategies=[s.name for s in strategies]
+        )
+
+        def on_match(match: MatchRecord) -> None:
+            bus.publish(engine.attribute(match))
+
+        supersede = settings.own_activity == "supersede"
+        replayer = Replayer(
+            clock=clock,
+            timeline=timeline,
+            route=route,
+            on_match=on_match,
+            own_positions=index.own_position_ids if supersede else (),
+            own_coins={coins.get(p) or p for p in index.own_pairs} if supersede else (),
+            own_matches=index.own_match_ids if supersede else (),
+            executor=executor,
+        )
+        _PriceFeed(track, paper, timeline).arm()
+
+        def poll() -> None:
+            for match in paper.take_matches():
+                on_match(match)
+
+        interval = max(1, round(config.polling.match_interval_s * 1000))
+        periodic = [
+            timeline.every(interval, poll, first_ms=start + interval),
+            timeline.every(settings.equity_sample_ms, collector.sample, first_ms=start),
+        ]
+        # The live node's start: snapshots first (here the paper account's), then Started.
+        for coin, amount in sorted(paper.initial.items()):
+            balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=Decimal(0))
+            if portfolio.apply_balance(balance, coin=coin):
+                bus.publish(BalanceSynced(balance))
+        bus.publish(Started(clock.now()))
+        replayer.settle()
+        total = reader.size
+        stats = replayer.run(
+            reader, progress=None if progress is None else (lambda done: progress(done, total))
+        )
+        stats.first_ts = index.first_ts
+        stats.last_ts = max(index.last_ts or start, clock.ms)
+        stats.bad_lines += reader.stats.bad_lines
+        self._stop(bus, clock, timeline, engine, replayer, poll, [*periodic, *timers.values()])
+        collector.sample()
+        results = collector.results(stats, engine.counters())
+        results["recording"]["file"] = self.recording.name
+        results["recording"]["truncated_tail"] = reader.stats.truncated_tail
+        results["recording"]["cut_gzip_members"] = reader.stats.cut_members
+        results["recording"]["own_orders_in_recording"] = len(index.own_order_ids)
+        results["settings"] = _settings_summary(settings)
+        done = time.perf_counter()
+        return BacktestResult(
+            results=results,
+            collector=collector,
+            stats=stats,
+            index=index,
+            strategies=strategies,
+            portfolio=portfolio,
+            engine=engine,
+            paper=paper,
+            elapsed_s=done - began,
+            scan_s=scanned - began,
+        )
+
+    def _strategies(self, context: BasicContext) -> list[Strategy]:
+        if self._factories is not None:
+            return [factory(context) for factory in self._factories]
+        out = []
+        for spec in self.config.strategies:
+            cls = load_strategy(spec.class_)
+            out.append(cls(spec.name, context, spec.params, pairs=spec.pairs))
+        return out
+
+    def _stop(
+        self,
+        bus: Bus,
+        clock: ReplayClock,
+        timeline: Timeline,
+        engine: ExecutionEngine,
+        replayer: Replayer,
+        poll: Callable[[], None],
+        periodic: list[Repeating],
+    ) -> None:
+        """As the node stops: timers and polls end, Stopping (on_stop), the drain, a last poll.
+
+        Only what is in flight runs during the drain (answers, retries, the engine's
+        deadlines), for at most ``execution.drain_timeout_s`` of virtual time.
+        """
+        for repeating in periodic:
+            repeating.cancel()
+        bus.publish(Stopping(clock.now(), "end of recording"))
+        replayer.settle()
+        horizon = clock.ms + int(self.config.execution.drain_timeout_s * 1000)
+        while not engine.idle and timeline.due_at <= horizon:
+            timeline.run_until(timeline.due_at, replayer.settle)
+        poll()
+        replayer.settle()
+
+
+@attrs.define(slots=True, eq=False)
+class _TimerFire:
+    bus: Bus
+    clock: ReplayClock
+    strategy: str
+    name: str
+
+    def __call__(self) -> None:
+        self.bus.publish(Timer(self.name, self.strategy, self.clock.now()))
+
+
+class _PriceFeed:
+    """Applies the track's points to the paper venue at their times, one timeline entry."""
+
+    def __init__(self, track: PriceTrack, paper: PaperVenue, timeline: Timeline) -> None:
+        self.points = track.points
+        self.paper = paper
+        self.timeline = timeline
+        self.next = 0
+
+    def arm(self) -> None:
+        if self.next < len(self.points):
+            self.timeline.at(self.points[self.next].ts, self)
+
+    def __call__(self) -> None:
+        points, now = self.points, self.timeline.clock.ms
+        apply = self.paper.apply_price
+        while self.next < len(points) and points[self.next].ts <= now:
+            point = points[self.next]
+            apply(point.pair, point.price, point.ts)
+            self.next += 1
+        self.arm()
+
+
+def _settings_summary(settings: BacktestSettings) -> dict[str, Any]:
+    paper = settings.paper
+    return {
+        "own_activity": settings.own_activity,
+        "price_sources": list(settings.price_sources),
+        "prices_csv": Path(settings.prices_csv).name if settings.prices_csv else None,
+        "fill_price": paper.fill_price,
+        "max_wait_ms": paper.max_wait_ms,
+        "latency_ms": paper.latency_ms,
+        "slippage": str(paper.slippage),
+        "maker_fee": str(paper.maker_fee),
+        "taker_fee": str(paper.taker_fee),
+    }

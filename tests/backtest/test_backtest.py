@@ -1,0 +1,330 @@
+"""Whole backtests: strategies unchanged, the report, determinism, and the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from framework import MatchRecord, OrderIntent, OrderStatus, OrderUpdate, PositionPush, Strategy
+from framework.backtest.cli import backtest_main
+from framework.backtest.paper import PaperSettings
+from framework.backtest.runner import (
+    Backtest,
+    BacktestSettings,
+    backtest_settings,
+    load_backtest_config,
+)
+from framework.backtest.synth import SynthSettings, generate
+from framework.config import parse_config
+from framework.venue.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONFIG = """\
+venue: {embedded: true}
+pairs:
+  ETH-USD: {}
+  BTC-USD: {quantity_decimals: 4, min_quantity: "0.0001"}
+strategies:
+  - name: pulse
+    class: strategies.pulse:Pulse
+    params: {pair: BTC-USD, quantity: "0.001", every_s: 1.0, hold: 3}
+  - name: ladder
+    class: strategies.ladder:Ladder
+    params: {pair: ETH-USD, quantity: "0.01", spacing: "0.5", levels: 3}
+logging: {level: WARNING}
+"""
+
+
+@pytest.fixture(scope="module")
+def own_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recording where the recorded node itself traded (its activity gets superseded)."""
+    path = tmp_path_factory.mktemp("rec") / "own.jsonl.gz"
+    generate(path, SynthSettings(pushes=3000, own_orders=True, seed=9, mean_gap_ms=100))
+    return path
+
+
+@pytest.fixture(scope="module")
+def external_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recording of activity that is not the recorded node's (every push is delivered)."""
+    path = tmp_path_factory.mktemp("rec") / "ext.jsonl"
+    generate(path, SynthSettings(pushes=2000, seed=10, mean_gap_ms=100))
+    return path
+
+
+def run(recording: Path, config: str = CONFIG, **settings: object) -> Backtest:
+    return Backtest(parse_config(config), recording, BacktestSettings(**settings))  # type: ignore[arg-type]
+
+
+def test_example_strategies_trade_on_the_paper_venue(own_recording: Path) -> None:
+    result = run(own_recording).run()
+    r = result.results
+    assert r["orders"]["submitted"] > 50 and r["orders"]["accepted"] > 0
+    assert r["fills"]["count"] > 10
+    assert set(r["fills"]["by_strategy"]) == {"ladder", "pulse"}
+    # Every recorded push came from the recorded node's own orders: all superseded.
+    assert r["recording"]["pushes_superseded"] == 3000 and r["recording"]["pushes_delivered"] == 0
+    assert r["recording"]["matches_superseded"] > 0 and r["fills"]["external_matches"] == 0
+    pulse = next(s for s in result.strategies if s.name == "pulse")
+    assert pulse.wins + pulse.losses > 0  # type: ignore[attr-defined]
+    usd = r["pnl"]["USD"]
+    assert usd["initial_equity"] == "100000"
+    assert float(usd["final_equity"]) == pytest.approx(
+        100000 + float(usd["realized_pnl"]) + float(usd["unrealized_pnl"]) - float(usd["fees"])
+    )
+
+
+def test_the_same_inputs_give_a_byte_identical_report(own_recording: Path, tmp_path: Path) -> None:
+    outputs = []
+    for run_dir in ("a", "b"):
+        assert (
+            backtest_main(
+                [
+                    "-c",
+                    str(write_config(tmp_path)),
+                    "--recording",
+                    str(own_recording),
+                    "--report",
+                    str(tmp_path / run_dir),
+                ]
+            )
+            == 0
+        )
+        outputs.append((tmp_path / run_dir / "report.json").read_bytes())
+    assert outputs[0] == outputs[1]
+    assert b"elapsed" not in outputs[0] and b"per_second" not in outputs[0]
+
+
+def test_external_pushes_and_matches_reach_the_strategy(external_recording: Path) -> None:
+    seen = {"positions": 0, "matches": 0}
+
+    class Watcher(Strategy):
+        def on_position(self, push: PositionPush) -> None:
+            seen["positions"] += 1
+
+        def on_match(self, match: MatchRecord) -> None:
+            assert match.client_order_id is None
+            seen["matches"] += 1
+
+    config = parse_config(CONFIG)
+    backtest = Backtest(
+        config, external_recording, strategies=[lambda context: Watcher("watcher", context, {})]
+    )
+    result = backtest.run()
+    assert seen["positions"] == result.results["recording"]["position_pushes"] > 500
+    assert seen["matches"] == result.results["fills"]["external_matches"] > 100
+    assert result.results["recording"]["pushes_superseded"] == 0
+
+
+def test_refusals_are_reported_by_code(external_recording: Path) -> None:
+    class TooSmall(Strategy):
+        def on_start(self) -> None:
+            self.schedule("go", 10.0)
+
+        def on_timer(self, name: str) -> None:
+            self.submit(OrderIntent(pair="ETH-USD", is_long=True, quantity=D("0.0001")))
+            self.submit(OrderIntent(pair="ETH-USD", is_long=True, quantity=D("50")))
+
+    result = Backtest(
+        parse_config(CONFIG),
+        external_recording,
+        strategies=[lambda context: TooSmall("small", context, {})],
+    ).run()
+    orders = result.results["orders"]
+    assert orders["rejected_by_code"]["2312"] == orders["rejected_before_sending"] > 0
+    assert orders["rejected_by_code"].get("2201", 0) + orders["rejected_by_code"].get("2102", 0) > 0
+
+
+def test_timers_run_on_virtual_time(external_recording: Path) -> None:
+    ticks: list[float] = []
+
+    class Ticker(Strategy):
+        def on_start(self) -> None:
+            self.schedule("t", 2.5)
+
+        def on_timer(self, name: str) -> None:
+            ticks.append(self.now().timestamp())
+
+    result = Backtest(
+        parse_config(CONFIG),
+        external_recording,
+        strategies=[lambda context: Ticker("ticker", context, {})],
+    ).run()
+    start = result.results["period"]["start_ms"] / 1000
+    span = (result.results["period"]["end_ms"] - result.results["period"]["start_ms"]) / 1000
+    assert ticks[:3] == [start + 2.5, start + 5.0, start + 7.5]
+    assert len(ticks) == int(span // 2.5)
+
+
+def test_on_order_and_on_match_reach_the_owner(own_recording: Path) -> None:
+    events: list[str] = []
+
+    class Once(Strategy):
+        def on_start(self) -> None:
+            self.schedule("go", 5.0)
+            self.done = False
+
+        def on_timer(self, name: str) -> None:
+            if not self.done:
+                self.done = True
+                self.submit(
+                    OrderIntent(
+                        pair="BTC-USD", is_long=True, quantity=D("0.001"), client_order_id="mine-1"
+                    )
+                )
+
+        def on_order(self, update: OrderUpdate) -> None:
+            events.append(f"{update.client_order_id}:{update.status.value}")
+
+        def on_match(self, match: MatchRecord) -> None:
+            if match.client_order_id is not None:
+                events.append(f"match:{match.client_order_id}")
+
+    Backtest(
+        parse_config(CONFIG), own_recording, strategies=[lambda context: Once("once", context, {})]
+    ).run()
+    # As live: the engine's attribute() settles the intent (FILLED), then the match is
+    # published.
+    assert events == [
+        f"mine-1:{OrderStatus.ACCEPTED.value}",
+        f"mine-1:{OrderStatus.FILLED.value}",
+        "match:mine-1",
+    ]
+
+
+def test_the_report_html_is_self_contained(own_recording: Path, tmp_path: Path) -> None:
+    assert (
+        backtest_main(
+            [
+                "-c",
+                str(write_config(tmp_path)),
+                "--recording",
+                str(own_recording),
+                "--report",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.count("<svg") >= 4  # equity, positions, a price track per pair
+    assert "polyline" in page and "polygon" in page
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in page and "<script" not in page
+    results = orjson.loads((tmp_path / "out" / "report.json").read_bytes())
+    assert str(results["fills"]["count"]) in page
+
+
+def test_the_command_prints_results_and_timing(
+    own_recording: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        backtest_main(
+            [
+                "-c",
+                str(write_config(tmp_path)),
+                "--recording",
+                str(own_recording),
+                "--report",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "report: " in out and "messages/s" in out and "orders: submitted" in out
+
+
+def test_the_command_refuses_a_missing_recording(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        backtest_main(
+            ["-c", str(write_config(tmp_path)), "--recording", str(tmp_path / "nope.jsonl")]
+        )
+        == 1
+    )
+    assert "no such file" in capsys.readouterr().err
+    assert backtest_main(["-c", str(write_config(tmp_path))]) == 1
+    assert "no recording" in capsys.readouterr().err
+
+
+def test_a_bad_backtest_section_is_reported_with_its_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_config(tmp_path, "backtest:\n  paper:\n    fill_price: soon\n    lever: 3\n")
+    assert backtest_main(["-c", str(path), "--recording", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "backtest.paper.fill_price" in err and "lever" in err
+
+
+def test_the_backtest_section_does_not_disturb_the_live_config(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path, "backtest:\n  seed: 4\n  paper: {latency_ms: 20}\nmetrics: {enabled: false}\n"
+    )
+    config, settings = load_backtest_config(path)
+    assert settings.seed == 4 and settings.paper.latency_ms == 20
+    assert list(config.pairs) == ["ETH-USD", "BTC-USD"]
+    with pytest.raises(ConfigError):
+        backtest_settings({"price_sources": ["ticks"]})
+    assert backtest_settings(None) == BacktestSettings()
+    assert backtest_settings({"paper": {"slippage": "0.001"}}).paper == PaperSettings(
+        slippage=D("0.001")
+    )
+
+
+def test_latency_delays_the_answers_on_virtual_time(own_recording: Path) -> None:
+    fast = run(own_recording).run().results
+    slow = (
+        Backtest(
+            parse_config(CONFIG),
+            own_recording,
+            BacktestSettings(paper=PaperSettings(latency_ms=250)),
+        )
+        .run()
+        .results
+    )
+    assert slow["orders"]["submitted"] > 0 and slow != fast
+
+
+def test_the_shipped_sample_backtests_into_a_report(tmp_path: Path) -> None:
+    sample = ROOT / "samples" / "demo.jsonl.gz"
+    assert sample.stat().st_size < 3_000_000
+    _, settings = load_backtest_config(ROOT / "configs" / "backtest.yaml")
+    assert settings.recording == "samples/demo.jsonl.gz"
+    assert (
+        backtest_main(
+            [
+                "-c",
+                str(ROOT / "configs" / "backtest.yaml"),
+                "--recording",
+                str(sample),
+                "--report",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    results = orjson.loads((tmp_path / "report.json").read_bytes())
+    assert results["fills"]["count"] > 20
+    assert set(results["fills"]["by_strategy"]) == {"ladder", "pulse"}
+    assert results["recording"]["bad_lines"] == 0
+
+
+D = __import__("decimal").Decimal
+
+
+def write_config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "bt.yaml"
+    path.write_text(CONFIG + extra)
+    return path
+
+
+def test_own_activity_can_be_delivered_as_recorded(own_recording: Path) -> None:
+    quiet = CONFIG.replace("every_s: 1.0", "every_s: 100000.0")
+    result = run(own_recording, quiet, own_activity="deliver").run()
+    recording = result.results["recording"]
+    assert recording["pushes_superseded"] == 0 and recording["pushes_delivered"] == 3000
+    assert result.results["fills"]["external_matches"] == recording["matches_delivered"] > 0
