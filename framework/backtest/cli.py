@@ -21,7 +21,6 @@ import attrs
 
 from framework.backtest.report import write_report
 from framework.backtest.runner import Backtest, BacktestResult, load_backtest_config
-from framework.config import Config
 from framework.venue.errors import ConfigError, FrameworkError
 
 __all__ = ["backtest_main", "record_main"]
@@ -160,18 +159,12 @@ def record_main(argv: list[str]) -> int:
 
     from framework.live.cli import summary_line
     from framework.live.logs import configure_logging, redact
-    from framework.live.recorder import Recorder
 
     secrets = config.secrets()
     configure_logging(level=config.logging.level, json=config.logging.json, secrets=secrets)
-    # The node records through recording.path once it wires the recorder itself; until
-    # then _RecordingNode attaches it (see the class).
-    config = attrs.evolve(config, recording=attrs.evolve(config.recording, path=None))
-    from framework.live.wallclock import WallClock
+    from framework.live.node import Node
 
-    clock = WallClock()
-    recorder = Recorder(out, now_ms=clock.now_ms, redact=secrets)
-    node = _recording_node(config, recorder, clock)
+    node = Node(attrs.evolve(config, recording=attrs.evolve(config.recording, path=str(out))))
     try:
         summary = anyio.run(_run_node, node, args.duration)
     except KeyboardInterrupt:
@@ -183,39 +176,13 @@ def record_main(argv: list[str]) -> int:
             inner = inner.exceptions[0]
         print(f"record: {redact(' '.join(str(inner).split()), secrets)}", file=sys.stderr)
         return EXIT_FAILED
-    finally:
-        recorder.close()
-    print(f"recorded {recorder.lines} messages to {out}", file=sys.stderr)
+    recorder = node.recorder
+    lines = recorder.lines if recorder is not None else 0
+    print(f"recorded {lines} messages to {out}", file=sys.stderr)
     print(summary_line(summary), flush=True)
-    return EXIT_OK if not recorder.failed else EXIT_FAILED
+    return EXIT_OK if recorder is not None and not recorder.failed else EXIT_FAILED
 
 
 async def _run_node(node: Any, duration: float | None) -> dict[str, Any]:
     result: dict[str, Any] = await node.run(duration=duration)
     return result
-
-
-def _recording_node(config: Config, recorder: Any, clock: Any) -> Any:
-    """A live Node whose REST client and stream feed the recorder.
-
-    Stopgap until framework/live/node.py wires a Recorder from ``recording.path`` itself:
-    the REST observer is attached before the initial sync, the stream's raw-frame hook
-    before the stream starts.
-    """
-    from framework.live.node import Node
-
-    class RecordingNode(Node):
-        async def _initial_sync(self, resync: Any) -> None:
-            if self.venue is not None:
-                recorder.redact(self.venue.api_key, self.venue.api_secret.reveal())
-            if self.rest is not None and self.rest.observer is None:
-                self.rest.observer = recorder.on_rest
-            await super()._initial_sync(resync)
-
-        async def _start_tasks(self, tg: Any) -> None:
-            stream = self.stream
-            if stream is not None and getattr(stream, "_on_raw", None) is None:
-                stream._on_raw = recorder.on_ws
-            await super()._start_tasks(tg)
-
-    return RecordingNode(config, clock=clock)

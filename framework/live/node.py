@@ -42,6 +42,7 @@ from framework.live.executor import LiveExecutor, build_execution
 from framework.live.journal import Journal
 from framework.live.metrics import Metrics, serve_metrics
 from framework.live.poller import MatchPoller
+from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.stream import RestResync, StreamClient
 from framework.live.wallclock import WallClock
@@ -106,6 +107,7 @@ class Node:
         self.engine: ExecutionEngine | None = None
         self.executor: LiveExecutor | None = None
         self.stream: StreamClient | None = None
+        self.recorder: Recorder | None = None
         self.poller: MatchPoller | None = None
         self.scheduler: AsyncIOScheduler | None = None
 
@@ -194,6 +196,13 @@ class Node:
         config = self.config
         venue = self.venue = await stack.enter_async_context(open_venue(config))
         signer = make_signer(venue.sign_type, venue.api_secret.reveal())
+        if config.recording.path is not None:
+            self.recorder = Recorder(
+                config.recording.path,
+                now_ms=self.clock.now_ms,
+                redact=[venue.api_key, venue.api_secret.reveal(), *config.secrets()],
+            )
+            stack.callback(self.recorder.close)
         rest = self.rest = await stack.enter_async_context(
             RestClient(
                 venue.base_url,
@@ -202,6 +211,7 @@ class Node:
                 language=config.venue.language,
                 timeout=config.venue.timeout_s,
                 now_ms=self.clock.now_ms,
+                observer=self.recorder.on_rest if self.recorder is not None else None,
             )
         )
         log.info("rest client ready", extra={"base_url": venue.base_url})
@@ -270,6 +280,7 @@ class Node:
             coins=coins,
             on_frame=self._on_frame_handler(),
             on_state=self._on_stream_state,
+            on_raw=self.recorder.on_ws if self.recorder is not None else None,
             resync=resync,
             clock=self.clock,
             ack_timeout_s=config.stream.ack_timeout_s,
@@ -292,11 +303,6 @@ class Node:
         except (FrameworkError, OSError) as exc:
             raise FatalError(f"first sync with the venue failed: {exc}") from None
         log.info("initial sync done", extra={"pairs": len(self.config.pairs)})
-        if self.config.recording.path is not None:
-            log.warning(
-                "recording.path is set but this build has no recorder: nothing is recorded",
-                extra={"path": self.config.recording.path},
-            )
 
     async def _start_tasks(self, tg: anyio.abc.TaskGroup) -> None:
         assert self.executor is not None and self.stream is not None
