@@ -366,6 +366,7 @@ def format_path(path: KeyPath) -> str:
 
 
 def located(path: KeyPath, problem: str, line: int | None) -> str:
+    """One problem as `path: problem (line N)`."""
     where = f" (line {line})" if line is not None else ""
     return f"{format_path(path)}: {problem}{where}"
 

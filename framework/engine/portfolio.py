@@ -99,14 +99,17 @@ class Portfolio:
     _balances: dict[str, Balance] = attrs.field(factory=dict, init=False)
     _log_ids: dict[str, int] = attrs.field(factory=dict, init=False)
     _marks: dict[str, int] = attrs.field(factory=dict, init=False)
+    _position_marks: dict[str, int] = attrs.field(factory=dict, init=False)
     stale_account_pushes: int = attrs.field(default=0, init=False)
     duplicate_account_pushes: int = attrs.field(default=0, init=False)
     snapshots_ignored: int = attrs.field(default=0, init=False)
+    position_snapshots_ignored: int = attrs.field(default=0, init=False)
 
     # ---- positions
 
     def apply_position_push(self, push: PositionPush) -> None:
         """Apply an api_position push: its current quantity replaces what was known."""
+        self._position_marks[push.symbol] = self._position_marks.get(push.symbol, 0) + 1
         pair = self._positions.setdefault(push.symbol, {})
         closed = push.change_type in (ChangeType.CLOSE, ChangeType.LIQUIDATE)
         if push.current_quantity == _ZERO or (closed and push.current_quantity is None):
@@ -114,8 +117,21 @@ class Portfolio:
         else:
             pair[push.position_id] = _position_of_push(push)
 
-    def apply_positions(self, pair: str, positions: Iterable[Position]) -> bool:
-        """Replace the positions of pair by a REST snapshot; True when anything changed."""
+    def position_mark(self, pair: str) -> int:
+        """A token to take before fetching a position snapshot; see apply_positions."""
+        return self._position_marks.get(pair, 0)
+
+    def apply_positions(
+        self, pair: str, positions: Iterable[Position], *, mark: int | None = None
+    ) -> bool:
+        """Replace the positions of pair by a REST snapshot; True when anything changed.
+
+        With a mark (taken before the fetch), a snapshot is ignored and counted when a push
+        for the pair arrived meanwhile: the push is newer than the snapshot.
+        """
+        if mark is not None and self._position_marks.get(pair, 0) != mark:
+            self.position_snapshots_ignored += 1
+            return False
         fresh: dict[int | None, PositionState] = {
             p.id: _position_of_snapshot(pair, p)
             for p in positions
@@ -215,6 +231,7 @@ class Portfolio:
             "stale_account_pushes": self.stale_account_pushes,
             "duplicate_account_pushes": self.duplicate_account_pushes,
             "balance_snapshots_ignored": self.snapshots_ignored,
+            "position_snapshots_ignored": self.position_snapshots_ignored,
         }
 
 

@@ -83,6 +83,7 @@ class PollerStats:
     matches: int = 0
     errors: int = 0
     ignored_records: int = 0
+    callback_errors: int = 0
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
@@ -182,7 +183,12 @@ class MatchPoller:
             self.stats.ignored_records += rnd.ignored
             published = 0
             for match in rnd.new_matches():
-                self._on_match(match)
+                try:
+                    self._on_match(match)
+                except Exception:
+                    # One bad match must not wedge the pair: every later poll would fail on it.
+                    self.stats.callback_errors += 1
+                    log.exception("on_match failed for match %s of %s; moving on", match.id, pair)
                 cursor.advance(match.id)
                 self._store.set_match_cursor(pair, match.id)
                 published += 1

@@ -13,13 +13,13 @@ Requests are built and responses parsed by the sans-I/O :mod:`framework.venue.re
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 import httpx
 
+from framework.live.wallclock import WallClock
 from framework.venue import models as m
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import AmbiguousOutcome, SendFailed
@@ -30,17 +30,12 @@ from framework.venue.requests import (
 )
 from framework.venue.signing import Signer
 
-__all__ = ["ResponseObserver", "RestClient", "wall_clock_ms"]
+__all__ = ["ResponseObserver", "RestClient"]
 
 log = logging.getLogger("framework.rest")
 
 ResponseObserver = Callable[[str, str, bytes], None]
 """Called with (path, query without timestamp, raw body) for every answer read."""
-
-
-def wall_clock_ms() -> int:
-    """Milliseconds since the epoch from the system clock."""
-    return time.time_ns() // 1_000_000
 
 
 def _strip_timestamp(query: str) -> str:
@@ -60,13 +55,13 @@ class RestClient:
         timeout: float = 10.0,
         connect_timeout: float | None = None,
         max_connections: int = 16,
-        now_ms: Callable[[], int] = wall_clock_ms,
+        now_ms: Callable[[], int] | None = None,
         codec: Codec = DEFAULT_CODEC,
         observer: ResponseObserver | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.builder = RequestBuilder(api_key, signer, language=language)
-        self._now_ms = now_ms
+        self._now_ms = now_ms if now_ms is not None else WallClock().now_ms
         self._codec = codec
         self.observer = observer
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout or timeout)

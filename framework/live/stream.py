@@ -303,15 +303,31 @@ class StreamClient:
         log.info("stream: unexpected acknowledgement %s %s ignored", ack.event, key)
 
     async def _run_resync(self) -> None:
+        """Resync after subscribing; a failure is retried with backoff while connected."""
         if self._resync is None:
             return
-        self.stats.resyncs += 1
-        try:
-            await self._resync()
-        except Exception as exc:
+        failures = 0
+
+        def backoff(exc: Exception) -> float:
+            nonlocal failures
+            ceiling = min(self.backoff_max_s, self.backoff_initial_s * 2.0 ** min(failures, 60))
+            failures += 1
             self.stats.resync_errors += 1
-            log.warning("stream: resync after subscribe failed: %s", exc, exc_info=True)
+            delay = self._rng.uniform(0.0, ceiling)
+            log.warning("stream: resync failed (%s); retrying in %.2f s", _describe(exc), delay)
             self._set_state("resync_failed", _describe(exc))
+            return delay
+
+        try:
+            async for attempt in stamina.retry_context(on=backoff, attempts=None, timeout=None):
+                with attempt:
+                    self.stats.resyncs += 1
+                    await self._resync()
+        except Exception as exc:  # only when stamina is in test mode with capped attempts
+            log.error("stream: resync gave up: %s", _describe(exc))
+            return
+        if failures:
+            self._set_state("connected", f"resynced after {failures} failed attempts")
 
     async def _receive(self, ws: ClientConnection) -> str:
         """Deliver frames until the connection ends; returns why it ended."""
@@ -416,8 +432,8 @@ class RestResync:
     """The resync a StreamClient runs after each subscribe: REST snapshots, then a match poll.
 
     Positions of every pair and the balance of every coin are fetched; what changed in the
-    portfolio is published as PositionsSynced / BalanceSynced. A balance snapshot is applied
-    only if no push for that coin arrived while it was fetched (the logId rule).
+    portfolio is published as PositionsSynced / BalanceSynced. A snapshot is applied only if
+    no push for that pair or coin arrived while it was fetched (pushes are newer).
     """
 
     def __init__(
@@ -443,8 +459,9 @@ class RestResync:
         self.runs += 1
         portfolio = self._portfolio
         for pair in self.pairs:
+            position_mark = portfolio.position_mark(pair)
             positions = await self._all_positions(pair)
-            if portfolio.apply_positions(pair, positions):
+            if portfolio.apply_positions(pair, positions, mark=position_mark):
                 self._publish(PositionsSynced(pair, tuple(positions)))
         for coin in self.coins:
             mark = portfolio.account_mark(coin)

@@ -42,7 +42,7 @@ from framework.engine.execution import Batch, ExecutionEngine, ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus  # noqa: E402
 from framework.live.executor import build_execution  # noqa: E402
 from framework.live.journal import Journal  # noqa: E402
-from framework.live.rest import RestClient, wall_clock_ms  # noqa: E402
+from framework.live.rest import RestClient  # noqa: E402
 from framework.live.wallclock import WallClock  # noqa: E402
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY  # noqa: E402
 from framework.venue.codec import dumps_compact, encode_orders  # noqa: E402
@@ -283,7 +283,7 @@ async def raw_calls(base_url: str, calls: int, tag: str) -> float:
             )
             for i in range(20)
         ]
-        requests.append(builder.batch_create(orders, wall_clock_ms()))
+        requests.append(builder.batch_create(orders, WallClock().now_ms()))
     async with RestClient(base_url, DEMO_API_KEY, signer) as rest:
         it = iter(requests)
         t0 = time.perf_counter()

@@ -129,3 +129,23 @@ def test_push_router_publishes_only_pushes_that_were_not_dropped() -> None:
     route(account(4, "2"))
     route(position("1", ChangeType.NEW))
     assert out == [AccountChanged(account(5, "1")), PositionChanged(position("1", ChangeType.NEW))]
+
+
+def test_a_position_snapshot_fetched_while_a_push_arrived_does_not_override_the_push() -> None:
+    pf = Portfolio()
+    mark = pf.position_mark("ETH-USD")
+    pf.apply_position_push(position("3", ChangeType.NEW))  # arrives while REST is answering
+    stale = [Position(id=7, symbol="ETH-USD", is_long=False, quantity=Decimal("1"))]
+    assert not pf.apply_positions("ETH-USD", stale, mark=mark)
+    assert pf.net_quantity("ETH-USD") == Decimal("-3")
+    assert pf.counters()["position_snapshots_ignored"] == 1
+
+
+def test_a_position_snapshot_with_an_unchanged_mark_is_applied() -> None:
+    pf = Portfolio()
+    pf.apply_position_push(position("3", ChangeType.NEW))
+    mark = pf.position_mark("ETH-USD")
+    fresh = [Position(id=7, symbol="ETH-USD", is_long=False, quantity=Decimal("5"))]
+    assert pf.apply_positions("ETH-USD", fresh, mark=mark)
+    assert pf.net_quantity("ETH-USD") == Decimal("-5")
+    assert pf.position_mark("BTC-USD") == 0

@@ -193,7 +193,7 @@ async def test_two_polls_of_one_pair_never_overlap_and_publish_each_match_once(
             tg.start_soon(fills, rest, 6)
             for _ in range(6):
                 tg.start_soon(poller.poll_now)
-                await anyio.sleep(0.01)
+                await anyio.lowlevel.checkpoint()
         await poller.poll_now()
     finally:
         await poller.aclose()
@@ -261,3 +261,28 @@ async def test_cursors_persisted_in_the_journal_survive_a_restart(
     finally:
         reopened.close()
     assert [m.id for m in first + second] == await venue_ids(rest)
+
+
+async def test_a_failing_on_match_is_counted_and_does_not_wedge_the_pair(rest: RestClient) -> None:
+    out: list[MatchRecord] = []
+
+    def on_match(match: MatchRecord) -> None:
+        if not failed:
+            failed.add(match.id)
+            raise RuntimeError("strategy bookkeeping failed")
+        out.append(match)
+
+    failed: set[int] = set()
+    store = MemoryCursorStore()
+    poller = MatchPoller(
+        rest, pairs=[PAIR], interval_s=60, page_size=5, store=store, on_match=on_match
+    )
+    await poller.initialize()
+    await fills(rest, 3)
+    assert await poller.poll_now() == 3
+    ids = (await venue_ids(rest))[-3:]
+    assert [m.id for m in out] == ids[1:] and failed == {ids[0]}
+    assert poller.stats.callback_errors == 1
+    assert store.get_match_cursor(PAIR) == ids[-1]
+    await fills(rest, 1)
+    assert await poller.poll_now() == 1

@@ -26,6 +26,7 @@ from framework.live.stream import RestResync, StreamClient
 from framework.live.wallclock import WallClock
 from framework.twin.demo import DEMO_API_KEY
 from framework.twin.server import VenueTwin
+from framework.venue.errors import SendFailed
 from framework.venue.models import (
     AccountPush,
     MatchRecord,
@@ -102,6 +103,7 @@ async def running_rig(
     page_size: int = 3,
     extra: list[Strategy] | None = None,
     api_key: str = DEMO_API_KEY,
+    resync_failures: int = 0,
 ) -> AsyncIterator[Rig]:
     bus = Bus(max_failures=2)
     portfolio = Portfolio()
@@ -124,13 +126,22 @@ async def running_rig(
     resync = RestResync(
         rest, pairs=[PAIR], coins=[COIN], portfolio=portfolio, publish=bus.publish, poller=poller
     )
+    failures_left = resync_failures
+
+    async def flaky_resync() -> None:
+        nonlocal failures_left
+        if failures_left > 0:
+            failures_left -= 1
+            raise SendFailed("venue unreachable for the resync (test)")
+        await resync()
+
     stream = StreamClient(
         twin.ws_url,
         RequestBuilder(api_key, signer),
         pairs=[PAIR],
         coins=[COIN],
         on_frame=push_router(portfolio, bus.publish),
-        resync=resync,
+        resync=flaky_resync,
         clock=WallClock(),
         ack_timeout_s=3.0,
         backoff_initial_s=0.01,
@@ -304,3 +315,15 @@ async def test_a_subscribe_refused_by_the_venue_is_a_clear_error_retried_with_ba
         assert "refused by the venue" in rig.stream.last_error
         assert rig.stream.stats.connects == 0
         assert rig.resync.runs == 0
+
+
+async def test_a_failed_resync_is_retried_while_the_connection_stays_up(
+    twin: VenueTwin, rest: RestClient, demo_signer: Signer, eventually: Eventually
+) -> None:
+    await market(rest, is_long=False, qty="2")
+    async with running_rig(twin, rest, demo_signer, resync_failures=2) as rig:
+        await eventually(lambda: len(rig.synced) == 2)
+        await eventually(lambda: rig.stream.state == "connected")
+        assert rig.stream.stats.resync_errors == 2
+        assert rig.stream.stats.connects == 1 and rig.stream.stats.reconnects == 0
+    assert rig.portfolio.net_quantity(PAIR) == Decimal(-2)
