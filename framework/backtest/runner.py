@@ -289,7 +289,9 @@ class Backtest:
         )
 
         def on_match(match: MatchRecord) -> None:
-            bus.publish(engine.attribute(match))
+            event = engine.attribute(match)
+            if event is not None:  # None: held by the engine, published when decided
+                bus.publish(event)
 
         supersede = settings.own_activity == "supersede"
         replayer = Replayer(

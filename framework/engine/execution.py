@@ -18,6 +18,11 @@ not the envelope, makes the whole call UNKNOWN; it is never retried. An UNKNOWN 
 resolved by evidence only (:meth:`ExecutionEngine.attribute`) or becomes LOST after
 ``unknown_window_s``, logged at ERROR.
 
+A match may be seen before the answer that names its order (the poller runs beside the
+send). One whose entrustId names no known order while a batch is in flight is held, neither
+external nor evidence: ``attribute`` returns None and the engine publishes its MatchFilled
+itself, once, when the answers of the batches in flight when it was seen have been handled.
+
 Transitions publish :class:`~framework.engine.events.OrderUpdate` addressed to the strategy
 that submitted the intent: ACCEPTED, REJECTED or UNKNOWN, then FILLED (every match of the
 order adds up to its quantity, or the evidence that resolved it) or LOST. Submitting is not
@@ -41,7 +46,7 @@ from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalProtocol, StatusRow
-from framework.engine.reconcile import Batch, Ledger, LiveOrder, order_input
+from framework.engine.reconcile import Batch, EarlyMatches, Ledger, LiveOrder, order_input, revive
 from framework.engine.risk import (
     FRAMEWORK_CODES,
     MISSING_FROM_ANSWER,
@@ -72,6 +77,7 @@ COUNTER_NAMES: Final = (
     "retries",
     "matches_linked",
     "matches_external",
+    "matches_held",
 )
 """Every counter :meth:`ExecutionEngine.counters` reports."""
 
@@ -114,6 +120,7 @@ class ExecutionEngine:
             max_size=MAX_BATCH,
         )
         self._ledger = Ledger()
+        self._early = EarlyMatches()
         self._user_ids: set[str] = set()
         self._next_batch_id = 1
         self._dirty = False  # journal writes buffered since the last commit
@@ -213,6 +220,7 @@ class ExecutionEngine:
             journal.mark_sent(batch.client_order_ids, True)
             journal.commit()
             self._dirty = False
+        self._early.sent(batch.id)
         c = self._c
         c["batches_sent"] += 1
         if batch.attempt == 1:
@@ -232,6 +240,7 @@ class ExecutionEngine:
         """Reconcile a successful answer by clientOrderId; missing intents become UNKNOWN."""
         now = self._now_ms()
         self._batcher.done()
+        self._early.answered(batch.id)
         members = {e.client_order_id: e for e in batch.entries}
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
@@ -272,10 +281,12 @@ class ExecutionEngine:
                 msg = FRAMEWORK_CODES[MISSING_FROM_ANSWER]
                 self._reject(list(members.values()), MISSING_FROM_ANSWER, msg, now, rows, events)
         self._emit(rows, events)
+        self._release_early()
 
     def on_failure(self, batch: Batch, exc: BaseException) -> None:
         """Handle a whole-call failure: retry, reject every intent, or mark them UNKNOWN."""
         now = self._now_ms()
+        self._early.answered(batch.id)
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
         entries = batch.entries
@@ -301,6 +312,7 @@ class ExecutionEngine:
                 # Surely not executed: a restart may send it again.
                 self._journal.mark_sent(batch.client_order_ids, False)
                 self._dirty = True
+            self._release_early()  # surely not executed: a held match is none of its orders
             return
         self._batcher.done()
         if isinstance(exc, VenueError):
@@ -320,6 +332,7 @@ class ExecutionEngine:
             )
             self._to_unknown(entries, now, rows, events)
         self._emit(rows, events)
+        self._release_early()
 
     def _emit(self, rows: list[StatusRow], events: list[OrderUpdate]) -> None:
         if self._journal is not None and rows:
@@ -414,14 +427,30 @@ class ExecutionEngine:
 
     # -- evidence -----------------------------------------------------------------------
 
-    def attribute(self, match: MatchRecord) -> MatchFilled:
+    def attribute(self, match: MatchRecord) -> MatchFilled | None:
         """Link a match to its intent by orderId == entrustId, resolving UNKNOWN by evidence.
 
         A match of a known order carries its client_order_id and is addressed to its
         strategy; one whose entrustId belongs to no known order and that agrees in pair,
         side and quantity with an UNKNOWN intent resolves the oldest such intent (FILLED with
-        that orderId); any other match is external.
+        that orderId); any other match is external. The caller publishes the MatchFilled
+        returned. None: the match names no known order while a batch is in flight (its
+        answer may name it); the engine holds it and publishes its MatchFilled itself later.
         """
+        order_id = match.entrust_id
+        if order_id is not None and self._early.in_flight and not self._ledger.knows(order_id):
+            self._early.hold(match)
+            self._c["matches_held"] += 1
+            return None
+        return self._decide(match)
+
+    def _release_early(self) -> None:
+        """Decide and publish the held matches an answer (or its absence) now explains."""
+        if len(self._early):
+            for match in self._early.release(self._ledger.knows):
+                self._publish(self._decide(match))
+
+    def _decide(self, match: MatchRecord) -> MatchFilled:
         ledger = self._ledger
         order_id = match.entrust_id
         if order_id is None:
@@ -502,20 +531,8 @@ class ExecutionEngine:
         for saved in journal.load_open(self._ids.node):
             if saved.client_order_id in ledger.live:
                 continue  # submitted by this process before recover() ran
-            order = order_input(saved.client_order_id, saved.intent)
-            price = self._risk.reference_price(order)
-            entry = LiveOrder(
-                saved.client_order_id,
-                saved.strategy,
-                saved.intent,
-                order,
-                saved.status,
-                saved.created_ms,
-                price,
-                self._risk.tracks_exposure,
-                saved.order_id,
-                saved.filled,
-            )
+            entry = revive(saved, self._risk.reference_price, self._risk.tracks_exposure)
+            order, price = entry.order, entry.price
             if saved.intent.client_order_id is not None:
                 self._user_ids.add(saved.client_order_id)
             if saved.status is PENDING and not saved.sent:

@@ -420,7 +420,10 @@ class Node:
         self.tallies.matches += 1
         if match.symbol is not None and match.average_price is not None:
             self._last_price[match.symbol] = match.average_price
-        self._timed("match", self.bus.publish, self.engine.attribute(match))
+        event = self.engine.attribute(match)
+        # None: seen before the answer of a batch in flight; the engine publishes it later.
+        if event is not None:
+            self._timed("match", self.bus.publish, event)
 
     def _on_stream_state(self, state: str, detail: str) -> None:
         log.info("stream %s", state, extra={"detail": detail} if detail else None)

@@ -3,6 +3,8 @@
 Every intent ends in exactly one terminal state reached by a legal path, no clientOrderId is
 ever sent with two different payloads, nothing is sent after it became UNKNOWN or was
 answered, batches hold at most 20 orders, and each strategy's intents leave in order.
+Matches may be seen before the answer that names their order (the poller runs beside the
+send): every match reaches the bus exactly once, and one seen early names its order.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from framework.engine.events import MatchFilled
 from framework.engine.execution import Batch, ExecutionSettings
 from framework.engine.intents import OrderStatus
 from framework.venue.errors import (
@@ -55,6 +58,7 @@ ops = st.one_of(
         st.randoms(use_true_random=False),
     ),
     st.tuples(st.just("evidence"), st.integers(0, 50), st.booleans()),
+    st.tuples(st.just("early"), st.integers(0, 50)),
     st.tuples(st.just("tick")),
 )
 
@@ -71,6 +75,10 @@ class World:
     settled: set[str] = attrs.Factory(set)  # answered or in doubt: must never go out again
     match_ids: itertools.count[int] = attrs.Factory(lambda: itertools.count(1))
     order_ids: itertools.count[int] = attrs.Factory(lambda: itertools.count(10_000))
+    early: dict[str, int] = attrs.Factory(dict)  # fill seen before the answer: its orderId
+    early_matches: dict[int, str] = attrs.Factory(dict)  # match id -> client order id
+    returned: list[MatchFilled] = attrs.Factory(list)  # what attribute() handed back
+    match_count: int = 0
 
     def statuses(self, coid: str) -> list[OrderStatus]:
         return [u.status for u in self.h.updates() if u.client_order_id == coid]
@@ -95,6 +103,10 @@ class World:
             return
         batch = self.inflight.pop(index % len(self.inflight))
         engine = self.h.engine
+        if kind in ("busy", "send", "venue") and any(
+            c in self.early for c in batch.client_order_ids
+        ):
+            kind = "all"  # the venue executed the batch (its fills were seen): no such answer
         if kind not in ("busy", "send"):
             self.settled.update(batch.client_order_ids)
         if kind in ("all", "some", "strangers"):
@@ -103,7 +115,10 @@ class World:
                 orders = [o for o in orders if rnd.random() < 0.5]
             rnd.shuffle(orders)
             results = [
-                OrderResult(client_order_id=o.client_order_id, order_id=next(self.order_ids))
+                OrderResult(
+                    client_order_id=o.client_order_id,
+                    order_id=self.early.get(o.client_order_id) or next(self.order_ids),
+                )
                 for o in orders
             ]
             if kind == "strangers":
@@ -144,8 +159,34 @@ class World:
                 is_long=True,
                 quantity=Decimal("0.7"),
             )
+        self.attribute(record)
+
+    def attribute(self, record: MatchRecord) -> None:
+        self.match_count += 1
         event = self.h.engine.attribute(record)
-        assert event.external == (event.match.client_order_id is None)
+        if event is not None:
+            self.returned.append(event)
+
+    def fill_early(self, pick: int) -> None:
+        """A poll finds the whole fill of an order whose batch is still in flight."""
+        candidates = [
+            o for b in self.inflight for o in b.orders if o.client_order_id not in self.early
+        ]
+        if not candidates:
+            return
+        order = candidates[pick % len(candidates)]
+        order_id = self.early[order.client_order_id] = next(self.order_ids)
+        match_id = next(self.match_ids)
+        self.early_matches[match_id] = order.client_order_id
+        self.attribute(
+            MatchRecord(
+                id=match_id,
+                entrust_id=order_id,
+                symbol=order.pair_name,
+                is_long=order.is_long,
+                quantity=order.quantity,
+            )
+        )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -178,6 +219,8 @@ def test_every_intent_ends_in_exactly_one_terminal_state(
             w.answer(int(step[1]), str(step[2]), step[3])  # type: ignore[call-overload, arg-type]
         elif op == "evidence":
             w.evidence(int(step[1]), bool(step[2]))  # type: ignore[call-overload]
+        elif op == "early":
+            w.fill_early(int(step[1]))  # type: ignore[call-overload]
         else:
             h.engine.tick()
     # Quiesce: answer everything still in flight, let retries and windows run out.
@@ -207,3 +250,17 @@ def test_every_intent_ends_in_exactly_one_terminal_state(
     assert counters["orders_rejected"] == finals.count(S.REJECTED)
     assert counters["orders_lost"] == finals.count(S.LOST)
     assert counters["orders_sent"] == len(w.payloads)
+
+    # Every match reached the bus exactly once (returned, or published once it was decided).
+    published = [e for e in h.events if isinstance(e, MatchFilled)]
+    delivered = {e.match.id: e for e in w.returned + published}
+    assert len(delivered) == len(w.returned) + len(published) == w.match_count
+    assert counters["matches_linked"] + counters["matches_external"] == w.match_count
+    strategy_of = {c: s for s, ids in w.submitted.items() for c in ids}
+    for event in delivered.values():
+        assert event.external == (event.match.client_order_id is None)
+        assert event.strategy == strategy_of.get(event.match.client_order_id or "")
+    for match_id, coid in w.early_matches.items():
+        if w.statuses(coid)[:1] == [S.ACCEPTED]:  # the answer named it: the match is its own
+            assert delivered[match_id].match.client_order_id == coid
+            assert w.statuses(coid) == [S.ACCEPTED, S.FILLED]
