@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, tzinfo
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, TypeVar
@@ -460,6 +460,3 @@ def encode_orders(orders: Sequence[m.OrderInput]) -> list[dict[str, Any]]:
         item["quantity"] = plain_decimal(o.quantity)
         out.append(item)
     return out
-
-
-_ = Mapping  # re-exported type used in annotations of callers
