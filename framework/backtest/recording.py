@@ -8,8 +8,11 @@ per line and per inbound message, in the order they arrived::
      "body": "<raw response text>"}
 
 ``ts`` is epoch milliseconds (a number); ``query`` never holds the timestamp (nor anything
-secret). The reader decompresses and splits in large chunks (one ``bytes.split`` per few MB,
-no per-line I/O call), and it is tolerant where a killed writer leaves marks: an unterminated
+secret). The reader decompresses in large chunks and decodes lines a piece of about 128 KB at
+a time with one msgspec ``decode_lines`` call into :class:`LineRecord` structs (no per-line
+I/O call, no dict per line: as fast as ``orjson.loads`` per line, and the records are typed).
+A piece holding a line that is not a record is decoded again line by line, that line counted
+and skipped. It is tolerant where a killed writer leaves marks: an unterminated
 last line that is not JSON is counted as truncated and skipped, a gzip member cut short
 (the recorder sync-flushes each line, so what it wrote is readable) is read up to its cut,
 and a later member appended by the next run is found again. Lines that are not records
@@ -31,19 +34,22 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import attrs
+import msgspec
 import orjson
 
+from framework.venue.peek import PEEK_ERRORS, peek_batch_answer, peek_match_page
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH
 
 __all__ = [
     "CHUNK_SIZE",
+    "PIECE_SIZE",
+    "LineRecord",
     "PricePoint",
     "ReaderStats",
     "RecordingIndex",
     "RecordingReader",
     "RestRecord",
     "WsRecord",
-    "parse_record",
     "scan",
 ]
 
@@ -52,7 +58,40 @@ log = logging.getLogger("framework.recording")
 CHUNK_SIZE: Final = 4 << 20
 """Bytes of (decompressed) text split at once."""
 
+PIECE_SIZE: Final = 128 << 10
+"""Bytes of lines decoded by one call: small enough for the records to stay in the CPU cache."""
+
 _GZIP_MAGIC: Final = b"\x1f\x8b\x08"
+
+
+class LineRecord(msgspec.Struct, gc=False):
+    """One line as read: a frame (WebSocket) or path, query and body (REST); see the format."""
+
+    ts: int | float
+    """Epoch milliseconds."""
+    source: str | None = None
+    """ws or rest."""
+    frame: str | None = None
+    """The raw WebSocket text frame (ws)."""
+    path: str | None = None
+    """The endpoint path (rest)."""
+    query: str | None = None
+    """The query string without timestamp (rest)."""
+    body: str | None = None
+    """The raw response text (rest)."""
+
+    def typed(self) -> WsRecord | RestRecord | None:
+        """The record as a WsRecord or RestRecord, or None when it is neither."""
+        ts = self.ts if type(self.ts) is int else int(self.ts)
+        if self.source == "ws":
+            return None if self.frame is None else WsRecord(ts, self.frame)
+        if self.source == "rest" and self.path is not None and self.body is not None:
+            return RestRecord(ts, self.path, self.query or "", self.body)
+        return None
+
+
+_LINE: Final = msgspec.json.Decoder(LineRecord)
+_LINE_ERRORS: Final = (msgspec.DecodeError,)
 
 
 @attrs.frozen(slots=True)
@@ -86,26 +125,6 @@ class ReaderStats:
     def as_dict(self) -> dict[str, int | bool]:
         """The counters as a plain dict."""
         return attrs.asdict(self)
-
-
-def parse_record(obj: Any) -> WsRecord | RestRecord | None:
-    """A typed record from one parsed line, or None when the line is not a record."""
-    if type(obj) is not dict:
-        return None
-    ts = obj.get("ts")
-    if type(ts) is float:
-        ts = int(ts)
-    elif type(ts) is not int:
-        return None
-    source = obj.get("source")
-    if source == "ws":
-        frame = obj.get("frame")
-        return WsRecord(ts, frame) if type(frame) is str else None
-    if source == "rest":
-        path, query, body = obj.get("path"), obj.get("query", ""), obj.get("body")
-        if type(path) is str and type(query) is str and type(body) is str:
-            return RestRecord(ts, path, query, body)
-    return None
 
 
 class RecordingReader:
@@ -186,45 +205,67 @@ class RecordingReader:
             if tail:
                 yield tail
 
-    # ---- lines
+    # ---- records
 
-    def line_batches(self) -> Iterator[list[bytes]]:
-        """Lists of lines (a plain file's keep their newline); a cut last line is dropped.
+    def record_batches(self) -> Iterator[list[LineRecord]]:
+        """The file's records, a list per piece of about PIECE_SIZE bytes; bad lines skipped.
 
-        Blank lines may be included (callers skip what does not parse). The last line of
-        the file, if it has no newline and is not JSON, is counted as truncated and dropped.
+        A line that is not a record (not JSON, not an object, ts missing or not a number, a
+        field of the wrong type) is counted in stats.bad_lines; an unterminated last line
+        that is not JSON is counted as truncated and dropped.
         """
         stats = self.stats
-        batches = self._split(self.chunks()) if self.gzip else self._readlines()
-        for lines in batches:
-            last = lines[-1]
-            if not last.endswith(b"\n") and not self._complete(last):
-                lines.pop()
-                if not lines:
-                    continue
-            stats.lines += len(lines)
-            yield lines
+        decode_lines = _LINE.decode_lines
+        for piece in self._pieces():
+            try:
+                records = decode_lines(piece)
+            except _LINE_ERRORS:
+                records = self._decode_each(piece)
+            stats.lines += len(records)
+            if records:
+                yield records
 
-    def _readlines(self) -> Iterator[list[bytes]]:
-        # readlines(hint) splits in C straight from the buffer: the fastest way to lines.
-        stats = self.stats
-        with open(self.path, "rb") as handle:
-            while lines := handle.readlines(self.chunk_size):
-                stats.bytes_read = handle.tell()
-                yield lines
+    def _decode_each(self, piece: bytes | memoryview) -> list[LineRecord]:
+        decode = _LINE.decode
+        records = []
+        for line in bytes(piece).split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                records.append(decode(line))
+            except _LINE_ERRORS:
+                self.stats.bad_lines += 1
+                self.stats.lines += 1
+        return records
 
-    @staticmethod
-    def _split(chunks: Iterator[bytes]) -> Iterator[list[bytes]]:
+    def _pieces(self) -> Iterator[bytes | memoryview]:
+        """Whole lines in pieces of about PIECE_SIZE bytes (a longer line is a piece alone)."""
         tail = b""
-        for chunk in chunks:
-            lines = chunk.split(b"\n")
+        for chunk in self.chunks():
             if tail:
-                lines[0] = tail + lines[0]
-            tail = lines.pop()
-            if lines:
-                yield lines
-        if tail.strip():
-            yield [tail]
+                chunk = tail + chunk
+            end = chunk.rfind(b"\n") + 1
+            tail = chunk[end:]
+            view = memoryview(chunk)
+            start = 0
+            while start < end:
+                stop = chunk.rfind(b"\n", start, min(start + PIECE_SIZE, end)) + 1
+                if stop <= start:  # a line longer than a piece
+                    stop = chunk.find(b"\n", start) + 1
+                yield view[start:stop]
+                start = stop
+        if tail.strip() and self._complete(tail):
+            yield tail
+
+    def records(self) -> Iterator[WsRecord | RestRecord]:
+        """Every line as a typed record; lines that are not records are counted and skipped."""
+        for batch in self.record_batches():
+            for line in batch:
+                record = line.typed()
+                if record is None:
+                    self.stats.bad_lines += 1
+                else:
+                    yield record
 
     def _complete(self, line: bytes) -> bool:
         """Whether the file's unterminated last line is whole (JSON); counted when not."""
@@ -237,32 +278,6 @@ class RecordingReader:
             log.warning("%s: the last line is cut short (killed writer?); skipped", self.path)
             return False
         return True
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        """Every line parsed as a JSON object; other lines are counted and skipped."""
-        loads = orjson.loads
-        stats = self.stats
-        for batch in self.line_batches():
-            for line in batch:
-                try:
-                    obj = loads(line)
-                except orjson.JSONDecodeError:
-                    if line.strip():
-                        stats.bad_lines += 1
-                    continue
-                if type(obj) is dict:
-                    yield obj
-                else:
-                    stats.bad_lines += 1
-
-    def records(self) -> Iterator[WsRecord | RestRecord]:
-        """Every line as a typed record; lines that are not records are counted and skipped."""
-        for obj in self:
-            record = parse_record(obj)
-            if record is None:
-                self.stats.bad_lines += 1
-            else:
-                yield record
 
 
 def _longest_valid_prefix(inflater: Any, data: bytes) -> tuple[int, bytes]:
@@ -410,15 +425,15 @@ def _ts_of(line: bytes | None) -> int | None:
     if not line:
         return None
     try:
-        record = parse_record(orjson.loads(line))
-    except orjson.JSONDecodeError:
+        record = _LINE.decode(line)
+    except _LINE_ERRORS:
         return None
-    return None if record is None else record.ts
+    return record.ts if type(record.ts) is int else int(record.ts)
 
 
 def _dec(value: Any) -> Decimal | None:
     if type(value) is not str and type(value) is not int:
-        return None
+        return None  # None, or a float: not a price the venue sends
     try:
         result = Decimal(value)
     except InvalidOperation:
@@ -432,8 +447,8 @@ def _scan_line(
     matches: dict[int, tuple[int, str, Decimal, int | None, int | None]],
 ) -> None:
     try:
-        record = parse_record(orjson.loads(line))
-    except orjson.JSONDecodeError:
+        record = _LINE.decode(line).typed()
+    except _LINE_ERRORS:
         return
     if isinstance(record, WsRecord):
         try:
@@ -450,33 +465,33 @@ def _scan_line(
     if record is None:
         return
     try:
-        body = orjson.loads(record.body)
-    except orjson.JSONDecodeError:
+        if record.path == BATCH_CREATE_PATH:
+            answer = peek_batch_answer(record.body)
+            if answer.code == 200 and answer.data:
+                index.own_order_ids.update(
+                    o.order_id for o in answer.data if o.order_id is not None
+                )
+            return
+        if record.path != MATCHES_PATH:
+            return
+        page = peek_match_page(record.body)
+    except PEEK_ERRORS:
+        return  # an answer the replay will count as an error too
+    if page.code != 200 or not page.data:
         return
-    if type(body) is not dict or body.get("code") != 200 or type(body.get("data")) is not list:
-        return
-    if record.path == BATCH_CREATE_PATH:
-        for item in body["data"]:
-            if type(item) is dict and type(item.get("orderId")) is int:
-                index.own_order_ids.add(item["orderId"])
-    elif record.path == MATCHES_PATH:
-        for item in body["data"]:
-            if type(item) is not dict or type(item.get("id")) is not int or item["id"] in matches:
-                continue  # polls answer the newest page again and again: each match once
-            price = _dec(item.get("averagePrice"))
-            pair = item.get("symbol")
-            ts = item.get("createTimeStamp")
-            if price is None or type(pair) is not str:
-                continue
-            entrust = item.get("entrustId")
-            position = item.get("contractPositionId")
-            matches.setdefault(
-                item["id"],
-                (
-                    ts if type(ts) is int else record.ts,
-                    pair,
-                    price,
-                    entrust if type(entrust) is int else None,
-                    position if type(position) is int else None,
-                ),
-            )
+    ts_default = record.ts
+    for item in page.data:
+        if item.id in matches:
+            continue  # polls answer the newest page again and again: each match once
+        price = _dec(item.average_price)
+        pair = item.symbol
+        if price is None or pair is None:
+            continue
+        ts = item.create_time_stamp
+        matches[item.id] = (
+            ts if ts is not None else ts_default,
+            pair,
+            price,
+            item.entrust_id,
+            item.contract_position_id,
+        )

@@ -1,9 +1,13 @@
 """The replay loop: a recording fed through the live decoders, portfolio and bus on virtual time.
 
-Each recorded line is parsed once (``orjson.loads``), a WebSocket frame once more, and the
-frame goes through the very path it took live: :meth:`framework.venue.codec.Codec.decode_frame`
-then :func:`framework.engine.portfolio.push_router` (the portfolio, then the bus, then the
-strategies' hooks). Recorded match-result pages go through the live poller's paging logic
+Recorded lines come from the reader as typed records, a piece of the file per call. A
+WebSocket frame gets a first look (:func:`framework.venue.peek.peek_frame`: its event and
+routing fields). When someone listens to that kind of push, the frame goes through the very
+path it took live: :meth:`framework.venue.codec.Codec.decode_frame` then
+:func:`framework.engine.portfolio.push_router` (the portfolio, then the bus, then the
+strategies' hooks). When nobody does, the push is filed in the portfolio undecoded
+(:meth:`~framework.engine.portfolio.Portfolio.defer_position_push`), by the same rules, and is
+decoded by the same codec only if the portfolio is read; there is no event to publish. Recorded match-result pages go through the live poller's paging logic
 (:class:`framework.engine.matches.MatchCursor`) and the execution engine's ``attribute``.
 Virtual time is the record's ``ts`` (never going back); a :class:`Timeline` runs what is due
 in between, in time order: strategies' timers, the virtual match polls, price points of the
@@ -16,8 +20,8 @@ account pushes of the coins it traded are not delivered (they still give prices)
 pushes and matches reach the strategies as they did live. REST snapshots of positions and
 balances describe the recorded account and are not applied (the paper account's own are).
 
-The loop is lean on purpose (it is measured by ``tests/benchmarks/bench_replay.py``): lines
-come in batches of a few MB, counters are locals, the clock is one attribute store, a
+The loop is lean on purpose (it is measured by ``tests/benchmarks/bench_replay.py``): records
+come in batches, counters are locals, the clock is one attribute store, a
 datetime is only made when someone asks for ``now()``, and the timeline is looked at only
 when a record's time reaches its next due item.
 """
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final, Protocol
 from urllib.parse import parse_qsl
@@ -34,12 +38,15 @@ from urllib.parse import parse_qsl
 import attrs
 import orjson
 
-from framework.backtest.recording import RecordingReader
+from framework.backtest.recording import LineRecord, RecordingReader
 from framework.engine.clock import datetime_of_ms
+from framework.engine.events import AccountChanged, PositionChanged
 from framework.engine.matches import MatchCursor, MatchRound
+from framework.engine.portfolio import Portfolio
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import DecodeError, FrameworkError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
+from framework.venue.peek import PEEK_ERRORS, peek_frame
 from framework.venue.requests import (
     BALANCE_PATH,
     BATCH_CREATE_PATH,
@@ -190,12 +197,17 @@ class Replayer:
         own_coins: Iterable[str] = (),
         own_matches: Iterable[int] = (),
         executor: Executor | None = None,
+        portfolio: Portfolio | None = None,
+        listeners: Mapping[type[Any], object] | None = None,
     ) -> None:
         self.clock = clock
         self.timeline = timeline
         self._route = route
         self._on_match = on_match
         self._codec = codec
+        self._decode_frame = codec.decode_frame
+        self._portfolio = portfolio
+        self._listeners = listeners
         self.own_positions = frozenset(own_positions)
         self.own_coins = frozenset(own_coins)
         self.own_matches = frozenset(own_matches)
@@ -216,35 +228,30 @@ class Replayer:
     ) -> ReplayStats:
         """Replay every record of reader; progress(bytes read) is called once per batch."""
         stats = self.stats
-        loads = orjson.loads
-        json_error = orjson.JSONDecodeError
-        decode_frame = self._codec.decode_frame
-        route = self._route
+        peek = peek_frame
+        peek_errors = PEEK_ERRORS
         clock = self.clock
         timeline = self.timeline
         settle = self.settle
         executor = self._executor
-        position_type = PositionPush
-        account_type = AccountPush
+        deliver = self._deliver
+        decode = self._decode
+        # Pushes nobody listens to are filed in the portfolio undecoded (with a bus to ask).
+        listeners = self._listeners if self._listeners is not None else {}
+        portfolio = self._portfolio if self._listeners is not None else None
+        defer_position = None if portfolio is None else portfolio.defer_position_push
+        defer_account = None if portfolio is None else portfolio.defer_account_push
         own_positions = self.own_positions
         own_coins = self.own_coins
         now = clock.ms
         due = timeline.due_at
-        lines = bad = frames = delivered = positions = superseded = acks = malformed = 0
-        for batch in reader.line_batches():
+        lines = frames = delivered = positions = superseded = 0
+        bad_before = reader.stats.bad_lines
+        for batch in reader.record_batches():
             lines += len(batch)
-            for line in batch:
-                try:
-                    record = loads(line)
-                    ts = record["ts"]
-                    frame = record.get("frame")
-                except (json_error, KeyError, TypeError, AttributeError):
-                    bad += 1
-                    continue
+            for record in batch:
+                ts = record.ts
                 if type(ts) is not int:
-                    if type(ts) is not float:
-                        bad += 1
-                        continue
                     ts = int(ts)
                 if ts > now:
                     if ts >= due:
@@ -253,34 +260,46 @@ class Replayer:
                     clock.ms = now = ts
                 elif ts < now:
                     stats.time_went_back += 1
-                if frame is not None:
-                    frames += 1
-                    try:
-                        push: Any = decode_frame(loads(frame))
-                    except (json_error, DecodeError) as exc:
-                        if isinstance(exc, DecodeError) and exc.field == "event":
-                            stats.unknown_events += 1
-                        else:
-                            malformed += 1
-                        continue
-                    kind = type(push)
-                    if kind is position_type:
-                        if own_positions and push.position_id in own_positions:
-                            superseded += 1
-                            continue
-                        positions += 1
-                    elif kind is account_type:
-                        if own_coins and push.symbol in own_coins:
-                            superseded += 1
-                            continue
-                    else:
-                        acks += 1
-                        continue
-                    delivered += 1
-                    route(push)
-                else:
+                frame = record.frame
+                if frame is None:
                     self._rest(record)
                     due = timeline.due_at
+                else:
+                    frames += 1
+                    try:
+                        head = peek(frame)
+                    except peek_errors:
+                        head = None
+                    data = None if head is None else head.data
+                    if data is None or (symbol := data.symbol) is None:
+                        deliver(decode(frame))  # not a push (an ack?) or a malformed one
+                    elif head.event == "api_position" and data.change_type is not None:  # type: ignore[union-attr]
+                        if own_positions and data.position_id in own_positions:
+                            superseded += 1
+                            continue
+                        if defer_position is None or listeners.get(PositionChanged):
+                            deliver(decode(frame))
+                        else:
+                            positions += 1
+                            delivered += 1
+                            defer_position(
+                                symbol,
+                                data.position_id,
+                                data.current_quantity,
+                                data.change_type,
+                                frame,
+                            )
+                    elif head.event == "api_account" and data.log_id is not None:  # type: ignore[union-attr]
+                        if own_coins and symbol in own_coins:
+                            superseded += 1
+                            continue
+                        if defer_account is None or listeners.get(AccountChanged):
+                            deliver(decode(frame))
+                        else:
+                            delivered += 1
+                            defer_account(symbol, data.log_id, frame)
+                    else:
+                        deliver(decode(frame))
                 if executor.pending:
                     settle()
                     due = timeline.due_at
@@ -289,38 +308,71 @@ class Replayer:
             due = timeline.due_at
         for pair in list(self._rounds):
             self._finish(pair)
-        stats.lines += lines
+        bad = reader.stats.bad_lines - bad_before  # lines that are not records: the reader's
+        stats.lines += lines + bad
         stats.bad_lines += bad
         stats.ws_frames += frames
         stats.pushes_delivered += delivered
         stats.position_pushes += positions
         stats.account_pushes += delivered - positions
         stats.pushes_superseded += superseded
-        stats.acks += acks
-        stats.malformed_frames += malformed
         return stats
+
+    def _decode(self, frame: str) -> Any:
+        """The frame decoded by the live codec; None (counted) for an ack or a bad frame."""
+        stats = self.stats
+        try:
+            push = self._decode_frame(orjson.loads(frame))
+        except (orjson.JSONDecodeError, DecodeError) as exc:
+            if isinstance(exc, DecodeError) and exc.field == "event":
+                stats.unknown_events += 1
+            else:
+                stats.malformed_frames += 1
+            return None
+        if type(push) is not PositionPush and type(push) is not AccountPush:
+            stats.acks += 1
+            return None
+        return push
+
+    def _deliver(self, push: PositionPush | AccountPush | None) -> None:
+        """Route a decoded push (the live path), unless it is the recorded node's own."""
+        if push is None:
+            return
+        stats = self.stats
+        if type(push) is PositionPush:
+            if self.own_positions and push.position_id in self.own_positions:
+                stats.pushes_superseded += 1
+                return
+            stats.position_pushes += 1
+        else:
+            if self.own_coins and push.symbol in self.own_coins:
+                stats.pushes_superseded += 1
+                return
+            stats.account_pushes += 1
+        stats.pushes_delivered += 1
+        self._route(push)
 
     # ---- REST answers
 
-    def _rest(self, record: dict[str, Any]) -> None:
+    def _rest(self, record: LineRecord) -> None:
         stats = self.stats
         stats.rest_answers += 1
-        path = record.get("path")
+        path = record.path
         if path == MATCHES_PATH:
             self._match_page(record)
         elif path in (POSITIONS_PATH, BALANCE_PATH):
             stats.snapshots_skipped += 1
         elif path == BATCH_CREATE_PATH:
             stats.recorded_batches += 1
-        elif record.get("source") != "rest":
+        elif record.source != "rest":
             stats.bad_lines += 1
             stats.rest_answers -= 1
 
-    def _match_page(self, record: dict[str, Any]) -> None:
+    def _match_page(self, record: LineRecord) -> None:
         stats = self.stats
-        body = record.get("body")
-        query = record.get("query") or ""
-        if type(body) is not str or type(query) is not str:
+        body = record.body
+        query = record.query or ""
+        if body is None:
             stats.rest_errors += 1
             return
         params = dict(parse_qsl(query))

@@ -303,6 +303,8 @@ class Backtest:
             own_coins={coins.get(p) or p for p in index.own_pairs} if supersede else (),
             own_matches=index.own_match_ids if supersede else (),
             executor=executor,
+            portfolio=portfolio,
+            listeners=bus.handler_map(),
         )
         _PriceFeed(track, paper, timeline).arm()
 
@@ -328,7 +330,6 @@ class Backtest:
         )
         stats.first_ts = index.first_ts
         stats.last_ts = max(index.last_ts or start, clock.ms)
-        stats.bad_lines += reader.stats.bad_lines
         self._stop(bus, clock, timeline, engine, replayer, poll, [*periodic, *timers.values()])
         collector.sample()
         results = collector.results(stats, engine.counters())

@@ -12,16 +12,30 @@ the stream, which can tell them apart from a repeat that follows a lost push.)
 
 :func:`push_router` is what a stream's ``on_frame`` is: it applies a push here and publishes
 the event only when the push was not dropped, so strategies never see a balance go back.
+
+A replay with nobody listening to pushes files them without decoding them
+(:meth:`Portfolio.defer_position_push`, :meth:`Portfolio.defer_account_push`): the routing
+fields a first look found (:mod:`framework.venue.peek`) decide where a push goes and whether
+it is dropped, by the same rules, and its frame is kept in place of the state. A read decodes
+what it meets with the live codec, so every read sees what eager application would have
+made. A kept frame that does not decode (an amount that is not a number) is found then: it
+is logged and counted, and its position or balance is unknown from then on (eager
+application would have kept the one before).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
+from typing import Final, TypeVar
 
 import attrs
+import orjson
 
 from framework.engine.events import AccountChanged, Event, PositionChanged
+from framework.venue.codec import DEFAULT_CODEC
+from framework.venue.errors import DecodeError
 from framework.venue.models import (
     AccountBalance,
     AccountPush,
@@ -33,7 +47,12 @@ from framework.venue.models import (
 
 __all__ = ["Balance", "Portfolio", "PositionState", "push_router"]
 
+_P = TypeVar("_P", PositionPush, AccountPush)
+
 _ZERO = Decimal(0)
+_CLOSING: Final = frozenset((ChangeType.CLOSE, ChangeType.LIQUIDATE))
+
+log = logging.getLogger("framework.portfolio")
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -78,6 +97,23 @@ def _position_of_push(push: PositionPush) -> PositionState:
     )
 
 
+def _balance_of_push(push: AccountPush) -> Balance:
+    return Balance(
+        coin=push.symbol,
+        available_amount=push.available_amount,
+        frozen_amount=push.frozen_amount,
+        log_id=push.log_id,
+    )
+
+
+def _is_zero(quantity: str) -> bool:
+    """Whether a wire quantity is zero (a malformed one is not: its decode will tell)."""
+    try:
+        return Decimal(quantity) == _ZERO
+    except InvalidOperation:
+        return False
+
+
 def _position_of_snapshot(pair: str, p: Position) -> PositionState:
     return PositionState(
         pair=p.symbol or pair,
@@ -95,8 +131,11 @@ def _position_of_snapshot(pair: str, p: Position) -> PositionState:
 class Portfolio:
     """Positions per pair and balances per coin, as pushes and snapshots tell them."""
 
-    _positions: dict[str, dict[int | None, PositionState]] = attrs.field(factory=dict, init=False)
-    _balances: dict[str, Balance] = attrs.field(factory=dict, init=False)
+    # A str entry is a kept frame (see defer_position_push); reads decode it in place.
+    _positions: dict[str, dict[int | None, PositionState | str]] = attrs.field(
+        factory=dict, init=False
+    )
+    _balances: dict[str, Balance | str] = attrs.field(factory=dict, init=False)
     _log_ids: dict[str, int] = attrs.field(factory=dict, init=False)
     _marks: dict[str, int] = attrs.field(factory=dict, init=False)
     _position_marks: dict[str, int] = attrs.field(factory=dict, init=False)
@@ -104,6 +143,7 @@ class Portfolio:
     duplicate_account_pushes: int = attrs.field(default=0, init=False)
     snapshots_ignored: int = attrs.field(default=0, init=False)
     position_snapshots_ignored: int = attrs.field(default=0, init=False)
+    deferred_pushes_malformed: int = attrs.field(default=0, init=False)
 
     # ---- positions
 
@@ -111,11 +151,38 @@ class Portfolio:
         """Apply an api_position push: its current quantity replaces what was known."""
         self._position_marks[push.symbol] = self._position_marks.get(push.symbol, 0) + 1
         pair = self._positions.setdefault(push.symbol, {})
-        closed = push.change_type in (ChangeType.CLOSE, ChangeType.LIQUIDATE)
+        closed = push.change_type in _CLOSING
         if push.current_quantity == _ZERO or (closed and push.current_quantity is None):
             pair.pop(push.position_id, None)
         else:
             pair[push.position_id] = _position_of_push(push)
+
+    def defer_position_push(
+        self,
+        pair: str,
+        position_id: int | None,
+        current_quantity: str | None,
+        change_type: str,
+        frame: str,
+    ) -> None:
+        """File an api_position push by its routing fields; its frame is decoded when read.
+
+        The same rule as apply_position_push: a zero quantity (or a close without one)
+        removes the position, anything else replaces it.
+        """
+        marks = self._position_marks
+        marks[pair] = marks.get(pair, 0) + 1
+        positions = self._positions.get(pair)
+        if positions is None:
+            positions = self._positions[pair] = {}
+        if current_quantity is None:
+            closed = change_type in _CLOSING
+        else:
+            closed = current_quantity == "0" or _is_zero(current_quantity)
+        if closed:
+            positions.pop(position_id, None)
+        else:
+            positions[position_id] = frame
 
     def position_mark(self, pair: str) -> int:
         """A token to take before fetching a position snapshot; see apply_positions."""
@@ -137,42 +204,77 @@ class Portfolio:
             for p in positions
             if p.quantity is None or p.quantity != _ZERO
         }
-        old = self._positions.get(pair, {})
-        self._positions[pair] = fresh
+        old = self._settled(pair)
+        self._positions[pair] = dict(fresh)
         return _view(old) != _view(fresh)
 
     def positions(self, pair: str) -> tuple[PositionState, ...]:
         """The open positions of pair (one-way mode: usually zero or one)."""
-        return tuple(self._positions.get(pair, {}).values())
+        return tuple(self._settled(pair).values())
 
     def net_quantity(self, pair: str) -> Decimal:
         """The signed quantity held on pair: long positive, short negative, flat zero."""
-        return sum((p.signed_quantity for p in self._positions.get(pair, {}).values()), _ZERO)
+        return sum((p.signed_quantity for p in self._settled(pair).values()), _ZERO)
 
     def pairs(self) -> tuple[str, ...]:
         """The pairs with at least one open position."""
-        return tuple(p for p, ps in self._positions.items() if ps)
+        return tuple(p for p in list(self._positions) if self._settled(p))
+
+    def _settled(self, pair: str) -> dict[int | None, PositionState]:
+        """The positions of pair, kept frames decoded in place (those that fail dropped)."""
+        positions = self._positions.get(pair)
+        if not positions:
+            return {}
+        for position_id, entry in list(positions.items()):
+            if type(entry) is str:
+                push = self._decode_kept(entry, PositionPush)
+                if push is None:
+                    del positions[position_id]
+                else:
+                    positions[position_id] = _position_of_push(push)
+        return positions  # type: ignore[return-value]  # every entry is a state now
+
+    def _decode_kept(self, frame: str, kind: type[_P]) -> _P | None:
+        """A kept frame decoded by the live codec, or None (logged, counted) when it fails."""
+        try:
+            push = DEFAULT_CODEC.decode_frame(orjson.loads(frame))
+        except (orjson.JSONDecodeError, DecodeError) as exc:
+            push, problem = None, str(exc)
+        else:
+            problem = f"expected {kind.__name__}, got {type(push).__name__}"
+        if type(push) is kind:
+            return push
+        self.deferred_pushes_malformed += 1
+        log.warning("a kept push does not decode and is dropped: %s", problem)
+        return None
 
     # ---- balances
 
     def apply_account_push(self, push: AccountPush) -> bool:
         """Apply an api_account push; False (dropped, counted) when its logId is not newer."""
-        coin = push.symbol
+        if not self._take_log_id(push.symbol, push.log_id):
+            return False
+        self._balances[push.symbol] = _balance_of_push(push)
+        return True
+
+    def defer_account_push(self, coin: str, log_id: int, frame: str) -> bool:
+        """File an api_account push by coin and logId (same rule); its frame is decoded when read."""
+        if not self._take_log_id(coin, log_id):
+            return False
+        self._balances[coin] = frame
+        return True
+
+    def _take_log_id(self, coin: str, log_id: int) -> bool:
+        """The logId rule: True (and the coin marked) when log_id is newer than any seen."""
         newest = self._log_ids.get(coin)
-        if newest is not None and push.log_id <= newest:
-            if push.log_id < newest:
+        if newest is not None and log_id <= newest:
+            if log_id < newest:
                 self.stale_account_pushes += 1
             else:
                 self.duplicate_account_pushes += 1
             return False
-        self._log_ids[coin] = push.log_id
+        self._log_ids[coin] = log_id
         self._marks[coin] = self._marks.get(coin, 0) + 1
-        self._balances[coin] = Balance(
-            coin=coin,
-            available_amount=push.available_amount,
-            frozen_amount=push.frozen_amount,
-            log_id=push.log_id,
-        )
         return True
 
     def account_mark(self, coin: str) -> int:
@@ -193,7 +295,7 @@ class Portfolio:
         if (mark is None and seen) or (mark is not None and seen != mark):
             self.snapshots_ignored += 1
             return False
-        old = self._balances.get(symbol)
+        old = self.balance(symbol)
         self._balances[symbol] = Balance(
             coin=symbol,
             available_amount=balance.available_amount,
@@ -208,11 +310,19 @@ class Portfolio:
 
     def balance(self, coin: str) -> Balance | None:
         """What is known of coin's balance, or None."""
-        return self._balances.get(coin)
+        entry = self._balances.get(coin)
+        if not isinstance(entry, str):
+            return entry
+        push = self._decode_kept(entry, AccountPush)
+        if push is None:
+            del self._balances[coin]
+            return None
+        balance = self._balances[coin] = _balance_of_push(push)
+        return balance
 
     def available(self, coin: str) -> Decimal | None:
         """The available amount of coin, or None when unknown."""
-        b = self._balances.get(coin)
+        b = self.balance(coin)
         return None if b is None else b.available_amount
 
     def log_id(self, coin: str) -> int | None:
@@ -232,6 +342,7 @@ class Portfolio:
             "duplicate_account_pushes": self.duplicate_account_pushes,
             "balance_snapshots_ignored": self.snapshots_ignored,
             "position_snapshots_ignored": self.position_snapshots_ignored,
+            "deferred_pushes_malformed": self.deferred_pushes_malformed,
         }
 
 
