@@ -324,7 +324,6 @@ class RecordingIndex:
     own_position_ids: set[int] = attrs.field(factory=set)
     own_pairs: set[str] = attrs.field(factory=set)
     prices: list[PricePoint] = attrs.field(factory=list)
-    lines: int = 0
 
     @property
     def has_own_orders(self) -> bool:
@@ -381,7 +380,6 @@ def _scan_pass(
     tail = b""
     first_line: bytes | None = None
     last_line = b""
-    lines = 0
     for chunk in reader.chunks():
         if tail:
             chunk = tail + chunk
@@ -390,7 +388,6 @@ def _scan_pass(
             tail = chunk
             continue
         tail = chunk[cut + 1 :]
-        lines += chunk.count(b"\n", 0, cut + 1)
         if first_line is None:
             first_line = chunk[: chunk.find(b"\n")]
         start = chunk.rfind(b"\n", 0, cut)
@@ -400,12 +397,10 @@ def _scan_pass(
                 _scan_line(line, index, matches)
     if tail.strip():
         last_line = tail
-        lines += 1
         if first_line is None:
             first_line = tail
         if any(key in tail for key in keys):
             _scan_line(tail, index, matches)
-    index.lines = lines
     return first_line, last_line
 
 

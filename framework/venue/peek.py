@@ -13,7 +13,7 @@ peek leaves unchecked (an amount that is not a number, an unknown direction) is 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
@@ -40,8 +40,8 @@ class HeadData(msgspec.Struct, frozen=True, rename="camel"):
     """The position's id (api_position)."""
     current_quantity: str | None = None
     """The position's quantity after the change, as sent (api_position)."""
-    change_type: str | None = None
-    """NEW, INCREASE, REDUCE, CLOSE or LIQUIDATE, as sent (api_position)."""
+    change_type: Literal["NEW", "INCREASE", "CLOSE", "LIQUIDATE", "REDUCE"] | None = None
+    """The change type (api_position): one of ChangeType's values, or the frame is no push."""
     log_id: int | None = None
     """The balance's version (api_account)."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from framework.backtest.recording import RecordingReader, RestRecord, WsRecord, scan
+from framework.backtest.recording import PIECE_SIZE, RecordingReader, RestRecord, WsRecord, scan
 from framework.backtest.synth import SynthSettings, generate
 from framework.live.recorder import RecordingWriter
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH
@@ -174,3 +174,22 @@ def test_records_round_trip_arbitrary_text(tmp_path: Path) -> None:
         writer.write_rest(6, "/p", "a=1", "body \u2603".encode())
     records = list(RecordingReader(path).records())
     assert records == [WsRecord(5, frame), RestRecord(6, "/p", "a=1", "body \u2603")]
+
+
+def test_pieces_keep_every_line_and_count_a_bad_one(tmp_path: Path) -> None:
+    # Lines over several pieces, one longer than a piece, and a bad line mid-piece: every
+    # record comes out once and in order; the bad line is counted, its neighbours are kept.
+    path = tmp_path / "r.jsonl"
+    long_frame = "x" * (PIECE_SIZE + 1000)
+    with open(path, "wb") as out:
+        for ts in range(3000):
+            frame = long_frame if ts == 1500 else f"frame {ts}"
+            out.write(orjson.dumps({"ts": ts, "source": "ws", "frame": frame}) + b"\n")
+            if ts == 2000:
+                out.write(b'{"ts": "late", "source": "ws", "frame": "f"}\n')
+    reader = RecordingReader(path)
+    records = list(reader.records())
+    assert [r.ts for r in records] == list(range(3000))
+    assert records[1500] == WsRecord(1500, long_frame)
+    assert reader.stats.bad_lines == 1
+    assert reader.stats.lines == 3001
