@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -96,39 +97,93 @@ class PaperSettings:
 
 # ------------------------------------------------------------------------------ prices
 
+_TIME_PAIR: Final = operator.itemgetter(0, 1)
+_TIME: Final = operator.itemgetter(0)
+
 
 class PriceTrack:
-    """Prices per pair over time: sorted points, looked up by time."""
+    """Prices per pair over time: sorted points, looked up by time.
+
+    A track made with :meth:`later` reads its points on first use (a backtest whose
+    strategies never trade never reads the recording's prices).
+    """
 
     def __init__(self, points: Iterable[PricePoint]) -> None:
+        self._load: Callable[[], Iterable[tuple[int, str, Decimal]]] | None = None
+        self._build([(p.ts, p.pair, p.price) for p in points])
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[int, str, Decimal]]) -> PriceTrack:
+        """A track from (ts, pair, price) rows, in any order (what a scan finds)."""
+        track = cls.__new__(cls)
+        track._load = None
+        track._build(list(rows))
+        return track
+
+    @classmethod
+    def later(cls, load: Callable[[], Iterable[tuple[int, str, Decimal]]]) -> PriceTrack:
+        """A track whose (ts, pair, price) rows load() gives when it is first used."""
+        track = cls.__new__(cls)
+        track._load = load
+        return track
+
+    @property
+    def loaded(self) -> bool:
+        """False while a track made with later() has not been used."""
+        return self._load is None
+
+    def _ready(self) -> None:
+        if self._load is not None:
+            load, self._load = self._load, None
+            self._build(list(load()))
+
+    def _build(self, rows: list[tuple[int, str, Decimal]]) -> None:
+        rows.sort(key=_TIME_PAIR)  # stable: of two prices for a pair in one ms, the last wins
         merged: dict[str, dict[int, Decimal]] = {}
-        for point in sorted(points, key=PricePoint.key):
-            merged.setdefault(point.pair, {})[point.ts] = point.price  # last one of a ms wins
-        self._times = {pair: sorted(by_ts) for pair, by_ts in merged.items()}
-        self._prices = {pair: [merged[pair][t] for t in self._times[pair]] for pair in merged}
-        self.points: list[PricePoint] = sorted(
-            (
-                PricePoint(t, pair, merged[pair][t], "track")
-                for pair, times in self._times.items()
-                for t in times
-            ),
-            key=PricePoint.key,
+        for ts, pair, price in rows:
+            by_ts = merged.get(pair)
+            if by_ts is None:
+                by_ts = merged[pair] = {}
+            by_ts[ts] = price
+        self._times = {pair: list(by_ts) for pair, by_ts in merged.items()}
+        self._prices = {pair: list(by_ts.values()) for pair, by_ts in merged.items()}
+        self._rows = sorted(
+            ((t, pair, price) for pair, by_ts in merged.items() for t, price in by_ts.items()),
+            key=_TIME_PAIR,
         )
+        self._points: list[PricePoint] | None = None
+
+    @property
+    def rows(self) -> list[tuple[int, str, Decimal]]:
+        """Every point as (ts, pair, price), by time then pair."""
+        self._ready()
+        return self._rows
+
+    @property
+    def points(self) -> list[PricePoint]:
+        """Every point, by time then pair."""
+        self._ready()
+        if self._points is None:
+            self._points = [PricePoint(t, pair, price, "track") for t, pair, price in self._rows]
+        return self._points
 
     def __len__(self) -> int:
-        return len(self.points)
+        return len(self.rows)
 
     def pairs(self) -> list[str]:
         """The pairs with at least one price."""
+        self._ready()
         return sorted(self._times)
 
     def first(self, pair: str) -> Decimal | None:
         """The earliest price of pair."""
+        self._ready()
         prices = self._prices.get(pair)
         return prices[0] if prices else None
 
     def last_at(self, pair: str, ts: int) -> Decimal | None:
         """The price of the last point at or before ts."""
+        self._ready()
         times = self._times.get(pair)
         if not times:
             return None
@@ -137,6 +192,7 @@ class PriceTrack:
 
     def next_at(self, pair: str, ts: int, max_wait_ms: int) -> Decimal | None:
         """The price of the first point at or after ts, if within max_wait_ms."""
+        self._ready()
         times = self._times.get(pair)
         if not times:
             return None
@@ -245,7 +301,8 @@ class PaperVenue:
         coin_ids = {c: i + 1 for i, c in enumerate(sorted(set(self.coin_of.values())))}
         pairs = {
             pair: PairSettings(
-                initial_price=track.first(pair) or Decimal(1),
+                # Unseen until the pair's first price is applied: a track not yet read stays so.
+                initial_price=(track.first(pair) if track.loaded else None) or Decimal(1),
                 contract_pair_id=i + 1,
                 settle_decimals=settings.settle_decimals,
                 rules=attrs.evolve(r, settle_coin=self.coin_of[pair]),
@@ -267,6 +324,10 @@ class PaperVenue:
         }
         self.exchange.open_account(_USER, None, self.initial)
         self._priced: set[str] = set()
+        self._schedule: Callable[[int, Callable[[], None]], None] | None = None
+        self._feed_at = 0
+        self._park = True
+        self._parked = False
         self._seen_matches: dict[str, int] = {}
         self._pending: list[MatchRecord] = []
         self.fills: list[Fill] = []
@@ -275,6 +336,57 @@ class PaperVenue:
         self.on_fill: Callable[[Fill], None] | None = None
 
     # ---- prices
+
+    def start_prices(
+        self, schedule: Callable[[int, Callable[[], None]], None], *, park: bool = True
+    ) -> None:
+        """Apply the track's points at their times, through schedule(ms, callback).
+
+        schedule must run a point before anything else booked for its ms. The feed parks
+        while nothing rests and nothing is held (a point would change only the mark then):
+        a mark read meanwhile is the track's last price at that time, and the feed comes
+        back at the first point after the order that made the venue busy. park=False feeds
+        every point (the same results, slower: what tests compare against).
+        """
+        self._schedule = schedule
+        self._park = park
+        self._feed_at = 0
+        self._arm()
+
+    @property
+    def idle(self) -> bool:
+        """True when no paper order rests and no paper position is open."""
+        return all(not m.book and not m.holders for m in self.exchange.markets.values())
+
+    def _arm(self) -> None:
+        if self._schedule is None:
+            return
+        if self._park and self.idle:
+            self._parked = True
+            return
+        self._parked = False
+        rows = self.track.rows
+        if self._feed_at < len(rows):
+            self._schedule(rows[self._feed_at][0], self._feed)
+
+    def _feed(self) -> None:
+        rows, now, at = self.track.rows, self._now_ms(), self._feed_at
+        while at < len(rows) and rows[at][0] <= now:
+            ts, pair, price = rows[at]
+            self.apply_price(pair, price, ts)
+            at += 1
+        self._feed_at = at
+        self._arm()
+
+    def _resume(self, now: int) -> None:
+        """After an order placed while parked: the feed goes on from the first point after now."""
+        self._feed_at = bisect_right(self.track.rows, now, key=_TIME)
+        self._arm()
+
+    def _catch_up(self, pair: str, now: int) -> None:
+        price = self.track.last_at(pair, now)
+        if price is not None:
+            self.apply_price(pair, price, now)
 
     def apply_price(self, pair: str, price: Decimal, ts: int) -> None:
         """A price point of the track is reached: it becomes the pair's mark."""
@@ -293,6 +405,8 @@ class PaperVenue:
 
     def mark(self, pair: str) -> Decimal | None:
         """The pair's current mark, None before its first price (the risk gate's reference)."""
+        if self._parked:
+            self._catch_up(pair, self._now_ms())
         market = self.exchange.markets.get(pair)
         return market.mark if market is not None and pair in self._priced else None
 
@@ -308,6 +422,18 @@ class PaperVenue:
 
     def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
         """Place a batch; the accepted orders' results, or the whole-call refusal raised."""
+        parked = self._parked
+        if parked:  # every mark becomes what the feed would have made it by now
+            self._parked = False
+            for pair in self.exchange.markets:
+                self._catch_up(pair, now)
+        try:
+            return self._place(orders, now)
+        finally:
+            if parked:
+                self._resume(now)
+
+    def _place(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
         refusals: dict[int, tuple[int, str]] = {}
         placeable: list[tuple[int, OrderInput]] = []
         for index, order in enumerate(orders):

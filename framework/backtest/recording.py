@@ -27,6 +27,7 @@ It parses only the lines that can hold those, found by substring search.
 from __future__ import annotations
 
 import logging
+import operator
 import zlib
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
@@ -323,7 +324,15 @@ class RecordingIndex:
     own_match_ids: set[int] = attrs.field(factory=set)
     own_position_ids: set[int] = attrs.field(factory=set)
     own_pairs: set[str] = attrs.field(factory=set)
-    prices: list[PricePoint] = attrs.field(factory=list)
+    price_rows: list[tuple[int, str, Decimal, str]] = attrs.field(factory=list)
+    """Every price found, as (ts, pair, price, source), by time then pair."""
+    prices_scanned: bool = True
+    """False when scan(prices=False) left the prices out."""
+
+    @property
+    def prices(self) -> list[PricePoint]:
+        """The prices found, as PricePoints, by time then pair."""
+        return [PricePoint(*row) for row in self.price_rows]
 
     @property
     def has_own_orders(self) -> bool:
@@ -331,13 +340,17 @@ class RecordingIndex:
         return bool(self.own_order_ids)
 
 
+_TIME_PAIR: Final = operator.itemgetter(0, 1)
 _BATCH_KEY: Final = BATCH_CREATE_PATH.encode()
 _MATCHES_KEY: Final = MATCHES_PATH.encode()
 _NEW_KEY: Final = b'\\"NEW\\"'
 
 
 def scan(
-    path: str | Path, *, positions: Literal["always", "fallback", "never"] = "fallback"
+    path: str | Path,
+    *,
+    positions: Literal["always", "fallback", "never"] = "fallback",
+    prices: bool = True,
 ) -> RecordingIndex:
     """One quick pass: time span, the recorded node's own orders and fills, price points.
 
@@ -346,7 +359,17 @@ def scan(
     its createTimeStamp, and the openingPrice of NEW position pushes at their record time
     (``always``, or with ``fallback`` only when the recording holds no match at all: the
     same fills' prices, found by a second pass). Only lines holding those keys are parsed.
+
+    prices=False: when the recording holds no batchCreate answer (found by a substring
+    search, nothing parsed), the index has the time span only and prices_scanned False.
     """
+    if not prices:
+        index = RecordingIndex(prices_scanned=False)
+        first_line, last_line = _scan_pass(path, [_BATCH_KEY], index, {})
+        if not index.own_order_ids:
+            index.first_ts = _ts_of(first_line)
+            index.last_ts = _ts_of(last_line)
+            return index
     index = RecordingIndex()
     matches: dict[int, tuple[int, str, Decimal, int | None, int | None]] = {}
     keys = [_BATCH_KEY, _MATCHES_KEY]
@@ -358,14 +381,15 @@ def scan(
     index.first_ts = _ts_of(first_line)
     index.last_ts = _ts_of(last_line)
     own = index.own_order_ids
+    rows = index.price_rows
     for match_id, (ts, pair, price, entrust_id, position_id) in matches.items():
-        index.prices.append(PricePoint(ts, pair, price, "matches"))
+        rows.append((ts, pair, price, "matches"))
         if entrust_id is not None and entrust_id in own:
             index.own_match_ids.add(match_id)
             index.own_pairs.add(pair)
             if position_id is not None:
                 index.own_position_ids.add(position_id)
-    index.prices.sort(key=PricePoint.key)
+    rows.sort(key=_TIME_PAIR)
     return index
 
 
@@ -455,7 +479,7 @@ def _scan_line(
             price = _dec(data.get("openingPrice"))
             pair = data.get("symbol")
             if price is not None and type(pair) is str and data.get("changeType") == "NEW":
-                index.prices.append(PricePoint(record.ts, pair, price, "positions"))
+                index.price_rows.append((record.ts, pair, price, "positions"))
         return
     if record is None:
         return

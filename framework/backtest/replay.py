@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Protocol
 from urllib.parse import parse_qsl
@@ -46,7 +46,7 @@ from framework.engine.portfolio import Portfolio
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import DecodeError, FrameworkError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
-from framework.venue.peek import PEEK_ERRORS, peek_frame
+from framework.venue.peek import PEEK_ERRORS, MatchHead, peek_frame, peek_match_page
 from framework.venue.requests import (
     BALANCE_PATH,
     BATCH_CREATE_PATH,
@@ -101,10 +101,14 @@ class Timeline:
     def __len__(self) -> int:
         return len(self._heap)
 
-    def at(self, ms: int, callback: Callable[[], None]) -> None:
-        """Run callback when virtual time reaches ms (at once, in order, if ms is past)."""
+    def at(self, ms: int, callback: Callable[[], None], *, early: bool = False) -> None:
+        """Run callback when virtual time reaches ms (at once, in order, if ms is past).
+
+        early: before every callback booked without it for the same ms (price points: a
+        price of time T is in effect for whatever happens at T).
+        """
         self._seq += 1
-        heapq.heappush(self._heap, (ms, self._seq, callback))
+        heapq.heappush(self._heap, (ms, self._seq - _NEVER if early else self._seq, callback))
 
     def every(self, interval_ms: int, callback: Callable[[], None], *, first_ms: int) -> Repeating:
         """Run callback at first_ms and every interval_ms after it, until cancelled."""
@@ -199,6 +203,7 @@ class Replayer:
         executor: Executor | None = None,
         portfolio: Portfolio | None = None,
         listeners: Mapping[type[Any], object] | None = None,
+        external: Callable[[int | None], bool] | None = None,
     ) -> None:
         self.clock = clock
         self.timeline = timeline
@@ -215,7 +220,10 @@ class Replayer:
         self.stats = ReplayStats()
         self._decode_match = codec.decoder(MatchRecord)
         self._cursors: dict[str, MatchCursor] = {}
-        self._rounds: dict[str, MatchRound] = {}
+        self._rounds: dict[str, MatchRound[Any]] = {}
+        self._bodies: dict[str, list[str]] = {}
+        self._queries: dict[str, tuple[str, bool]] = {}
+        self._external = external
 
     def settle(self) -> None:
         """Let the execution engine send what its strategies just asked for."""
@@ -371,14 +379,12 @@ class Replayer:
     def _match_page(self, record: LineRecord) -> None:
         stats = self.stats
         body = record.body
-        query = record.query or ""
         if body is None:
             stats.rest_errors += 1
             return
-        params = dict(parse_qsl(query))
-        pair = params.get("pairName", "")
+        pair, paging = self._query(record.query or "")
         current = self._rounds.get(pair)
-        if current is not None and "matchId" not in params:
+        if current is not None and not paging:
             self._finish(pair)
             current = None
         if current is None:
@@ -386,16 +392,36 @@ class Replayer:
             if cursor is None:
                 cursor = self._cursors[pair] = MatchCursor()
             current = self._rounds[pair] = cursor.start()
+            self._bodies[pair] = []
+        page: Sequence[MatchHead | MatchRecord]
         try:
-            page = self._decode_page(body, current)
-        except FrameworkError:
-            stats.rest_errors += 1  # a refused or malformed poll: live logged it, polled again
-            return
+            head = peek_match_page(body)
+        except PEEK_ERRORS:
+            head = None
+        if head is not None and head.code == 200:
+            page = head.data or ()
+            self._bodies[pair].append(body)
+        else:  # not the shape of a good answer: the live decoder says what it is
+            try:
+                page = self._decode_page(body, current)
+            except FrameworkError:
+                stats.rest_errors += 1  # a refused or malformed poll: live logged it, polled again
+                return
         stats.match_pages += 1
         if not current.feed(page):
             self._finish(pair)
 
-    def _decode_page(self, body: str, current: MatchRound) -> list[MatchRecord]:
+    def _query(self, query: str) -> tuple[str, bool]:
+        """(pairName, whether matchId is given) of a poll's query; polls repeat a few queries."""
+        found = self._queries.get(query)
+        if found is None:
+            params = dict(parse_qsl(query))
+            found = (params.get("pairName", ""), "matchId" in params)
+            if len(self._queries) < 4096:
+                self._queries[query] = found
+        return found
+
+    def _decode_page(self, body: str, current: MatchRound[Any]) -> list[MatchRecord]:
         """The page's matches; those the round only counts (not newer) carry just their id.
 
         A poll answers the newest page again and again, so most of its matches were seen
@@ -421,21 +447,54 @@ class Replayer:
         return page
 
     def _finish(self, pair: str) -> None:
-        """Publish what a poll round found (as MatchPoller does) and move the cursor."""
+        """Publish what a poll round found (as MatchPoller does) and move the cursor.
+
+        A new match read at a first look is decoded (from its page, by the live codec) only
+        when someone may need it: ``external`` is asked first and says whether it was only
+        counted (nobody listens to matches and the engine could link it to none of its
+        orders). A match that does not decode then is counted as a poll error.
+        """
         current = self._rounds.pop(pair)
+        bodies = self._bodies.pop(pair, [])
         cursor = self._cursors[pair]
         own = self.own_matches
         stats = self.stats
-        for match in current.new_matches():
-            if match.id in own:
+        external = self._external
+        items: dict[int, Any] | None = None
+        for head in current.new_matches():
+            match_id = head.id
+            cursor.advance(match_id)
+            if match_id in own:
                 stats.matches_superseded += 1
+                continue
+            if type(head) is MatchHead:
+                if external is not None and external(head.entrust_id):
+                    stats.matches_delivered += 1
+                    continue
+                if items is None:
+                    items = _items_by_id(bodies)
+                try:
+                    match = self._decode_match(items.get(match_id))
+                except DecodeError:
+                    stats.rest_errors += 1
+                    continue
             else:
-                stats.matches_delivered += 1
-                self._on_match(match)
-            cursor.advance(match.id)
+                match = head
+            stats.matches_delivered += 1
+            self._on_match(match)
         after = current.cursor_after()
         if after is not None:
             cursor.advance(after)
+
+
+def _items_by_id(bodies: list[str]) -> dict[int, Any]:
+    """The match objects of a round's pages (good answers) by id, parsed by orjson."""
+    out: dict[int, Any] = {}
+    for body in bodies:
+        for item in orjson.loads(body).get("data") or ():
+            if type(item) is dict and type(item.get("id")) is int:
+                out.setdefault(item["id"], item)
+    return out
 
 
 class Executor(Protocol):

@@ -84,7 +84,6 @@ class ReportCollector:
         self.statuses: Counter[str] = Counter()
         self.rejected_by_code: Counter[int] = Counter()
         self.fills_by_strategy: Counter[str] = Counter()
-        self.external_matches = 0
         self.equity: dict[str, list[tuple[int, Decimal]]] = {}
         self._drawdown: dict[str, _Drawdown] = {}
         self._max_position: dict[str, Decimal] = {}
@@ -99,9 +98,8 @@ class ReportCollector:
             self.rejected_by_code[update.code] += 1
 
     def _on_match(self, event: MatchFilled) -> None:
-        if event.external:
-            self.external_matches += 1
-        elif event.strategy is not None and event.match.id >= PAPER_ID_BASE:
+        # External matches are counted by the engine (a replay may count one undecoded).
+        if not event.external and event.strategy is not None and event.match.id >= PAPER_ID_BASE:
             self.fills_by_strategy[event.strategy] += 1
 
     def _on_fill(self, fill: Fill) -> None:
@@ -204,7 +202,7 @@ class ReportCollector:
                 "maker": sum(1 for f in fills if not f.is_taker),
                 "taker": sum(1 for f in fills if f.is_taker),
                 "by_strategy": dict(sorted(self.fills_by_strategy.items())),
-                "external_matches": self.external_matches,
+                "external_matches": counters.get("matches_external", 0),
             },
             "pnl": per_coin,
             "pairs": pairs,

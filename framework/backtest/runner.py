@@ -18,6 +18,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,7 +33,7 @@ from framework.backtest.report import ReportCollector
 from framework.config import Config, parse_config
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
-from framework.engine.events import BalanceSynced, Started, Stopping, Timer
+from framework.engine.events import BalanceSynced, MatchFilled, Started, Stopping, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.portfolio import Portfolio, push_router
 from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
@@ -209,11 +210,14 @@ class Backtest:
         settings: BacktestSettings | None = None,
         *,
         strategies: Sequence[Callable[[BasicContext], Strategy]] | None = None,
+        park_prices: bool = True,
     ) -> None:
         self.config = config
         self.recording = Path(recording)
         self.settings = settings or BacktestSettings()
         self._factories = strategies
+        self.park_prices = park_prices
+        """False: the paper venue's price feed never parks (the same results, slower)."""
 
     def run(self, *, progress: Callable[[int, int], None] | None = None) -> BacktestResult:
         """Replay the whole recording; progress(bytes_read, total) is called as it goes."""
@@ -221,21 +225,30 @@ class Backtest:
         config, settings = self.config, self.settings
         reader = RecordingReader(self.recording)
         sources = settings.price_sources
-        index = scan(
-            self.recording,
-            positions=(
-                "never"
-                if "positions" not in sources
-                else "fallback"
-                if "matches" in sources
-                else "always"
-            ),
+        positions: Literal["always", "fallback", "never"] = (
+            "never"
+            if "positions" not in sources
+            else "fallback"
+            if "matches" in sources
+            else "always"
         )
+        # Prices are read now only when own orders make the full scan needed anyway; else
+        # when the paper venue first needs one (a strategy that never trades never does).
+        index = scan(self.recording, positions=positions, prices=False)
         scanned = time.perf_counter()
+
+        def price_rows(rows: list[tuple[int, str, Decimal, str]]) -> list[tuple[int, str, Decimal]]:
+            return [(ts, pair, price) for ts, pair, price, source in rows if source in sources]
+
         if settings.prices_csv:
             track = PriceTrack.from_csv(settings.prices_csv, config.pairs)
+        elif index.prices_scanned:
+            track = PriceTrack.from_rows(price_rows(index.price_rows))
         else:
-            track = PriceTrack(p for p in index.prices if p.source in sources)
+            recording = self.recording
+            track = PriceTrack.later(
+                lambda: price_rows(scan(recording, positions=positions).price_rows)
+            )
         start = index.first_ts or 0
         clock = ReplayClock(start)
         timeline = Timeline(clock)
@@ -293,6 +306,15 @@ class Backtest:
             if event is not None:  # None: held by the engine, published when decided
                 bus.publish(event)
 
+        handlers = bus.handler_map()
+
+        def external(order_id: int | None) -> bool:
+            # A strategy's hook has an owner; the report collector (None) counts externals
+            # from the engine's counters, so only strategies need the records.
+            if any(owner is not None for _, owner in handlers.get(MatchFilled, ())):
+                return False
+            return engine.count_external(order_id)
+
         supersede = settings.own_activity == "supersede"
         replayer = Replayer(
             clock=clock,
@@ -304,9 +326,10 @@ class Backtest:
             own_matches=index.own_match_ids if supersede else (),
             executor=executor,
             portfolio=portfolio,
-            listeners=bus.handler_map(),
+            listeners=handlers,
+            external=external,
         )
-        _PriceFeed(track, paper, timeline).arm()
+        paper.start_prices(partial(timeline.at, early=True), park=self.park_prices)
 
         def poll() -> None:
             for match in paper.take_matches():
@@ -396,29 +419,6 @@ class _TimerFire:
 
     def __call__(self) -> None:
         self.bus.publish(Timer(self.name, self.strategy, self.clock.now()))
-
-
-class _PriceFeed:
-    """Applies the track's points to the paper venue at their times, one timeline entry."""
-
-    def __init__(self, track: PriceTrack, paper: PaperVenue, timeline: Timeline) -> None:
-        self.points = track.points
-        self.paper = paper
-        self.timeline = timeline
-        self.next = 0
-
-    def arm(self) -> None:
-        if self.next < len(self.points):
-            self.timeline.at(self.points[self.next].ts, self)
-
-    def __call__(self) -> None:
-        points, now = self.points, self.timeline.clock.ms
-        apply = self.paper.apply_price
-        while self.next < len(points) and points[self.next].ts <= now:
-            point = points[self.next]
-            apply(point.pair, point.price, point.ts)
-            self.next += 1
-        self.arm()
 
 
 def _settings_summary(settings: BacktestSettings) -> dict[str, Any]:

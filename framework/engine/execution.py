@@ -444,6 +444,13 @@ class ExecutionEngine:
             return None
         return self._decide(match)
 
+    def count_external(self, order_id: int | None) -> bool:
+        """Count a match of order_id as external when attribute() surely would; True if so."""
+        if self._early.in_flight or self._ledger.could_claim(order_id):
+            return False
+        self._c["matches_external"] += 1
+        return True
+
     def _release_early(self) -> None:
         """Decide and publish the held matches an answer (or its absence) now explains."""
         if len(self._early):

@@ -16,16 +16,29 @@ replayed, unless backfill is asked for; with no history at all the cursor become
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
 from framework.venue.models import MatchRecord
 
-__all__ = ["MatchCursor", "MatchRound", "run_round"]
+__all__ = ["Identified", "MatchCursor", "MatchRound", "run_round"]
+
+
+class Identified(Protocol):
+    """What a round reads of a match: its id (a MatchRecord, or a replay's first look)."""
+
+    @property
+    def id(self) -> int:
+        """The match id."""
+        ...
+
+
+M = TypeVar("M", bound=Identified)
 
 
 @attrs.define
-class MatchRound:
+class MatchRound(Generic[M]):
     """One poll of one pair: feed it pages until it says done, then read new_matches()."""
 
     floor: int | None
@@ -38,10 +51,10 @@ class MatchRound:
     pages: int = attrs.field(default=0, init=False)
     ignored: int = attrs.field(default=0, init=False)
     """Records a page returned at or above its own bound, or repeated: venue slips, skipped."""
-    _found: dict[int, MatchRecord] = attrs.field(factory=dict, init=False)
+    _found: dict[int, M] = attrs.field(factory=dict, init=False)
     _newest: int | None = attrs.field(default=None, init=False)
 
-    def feed(self, page: Sequence[MatchRecord]) -> bool:
+    def feed(self, page: Sequence[M]) -> bool:
         """Take the page fetched with request_id; True when another page is needed."""
         if self.done:
             raise RuntimeError("MatchRound.feed after the round is done")
@@ -71,7 +84,7 @@ class MatchRound:
         self.request_id = lowest
         return True
 
-    def new_matches(self) -> list[MatchRecord]:
+    def new_matches(self) -> list[M]:
         """The matches newer than the floor, oldest first, each once."""
         return [self._found[k] for k in sorted(self._found)]
 
@@ -93,7 +106,7 @@ class MatchCursor:
     last_id: int | None = None
     backfill: bool = False
 
-    def start(self) -> MatchRound:
+    def start(self) -> MatchRound[Any]:
         """A new poll round from the current cursor."""
         return MatchRound(self.last_id, initialise=self.last_id is None and not self.backfill)
 

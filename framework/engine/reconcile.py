@@ -163,6 +163,10 @@ class Ledger:
         """True if the order id names a tracked intent or one filled lately."""
         return order_id in self.by_order_id or order_id in self._done
 
+    def could_claim(self, order_id: int | None) -> bool:
+        """True when a match of order_id may be linked here: a known order, or an UNKNOWN one."""
+        return bool(self.unknown) or (order_id is not None and self.knows(order_id))
+
     def evidence(self, match: MatchRecord) -> LiveOrder | None:
         """The oldest UNKNOWN intent the match agrees with (no longer UNKNOWN), else None."""
         best: LiveOrder | None = None
