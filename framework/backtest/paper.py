@@ -25,19 +25,14 @@ paper venue adds is where prices come from and how results reach the strategies:
 
 from __future__ import annotations
 
-import csv
 import logging
-import operator
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any, Final, Literal
 
 import attrs
 
-from framework.backtest.recording import PricePoint
+from framework.backtest.prices import PriceTrack
 from framework.engine.execution import Batch, ExecutionEngine
 from framework.twin import wire
 from framework.twin.events import BalanceChanged
@@ -46,7 +41,7 @@ from framework.twin.events import PositionChanged as TwinPositionChanged
 from framework.twin.exchange import Exchange
 from framework.twin.settings import FeeSettings, PairSettings, TwinSettings
 from framework.venue.codec import DEFAULT_CODEC, Codec
-from framework.venue.errors import ConfigError, VenueError, error_for, render_message
+from framework.venue.errors import VenueError, error_for, render_message
 from framework.venue.models import AccountPush, MatchRecord, OrderInput, OrderResult, PositionPush
 from framework.venue.rules import PairRules, settle_coin_of
 
@@ -93,170 +88,6 @@ class PaperSettings:
     balances: dict[str, Decimal] = attrs.field(factory=dict)
     default_balance: Decimal = attrs.field(default=Decimal("100000"), validator=_non_negative)
     settle_decimals: int = 8
-
-
-# ------------------------------------------------------------------------------ prices
-
-_TIME_PAIR: Final = operator.itemgetter(0, 1)
-_TIME: Final = operator.itemgetter(0)
-
-
-class PriceTrack:
-    """Prices per pair over time: sorted points, looked up by time.
-
-    A track made with :meth:`later` reads its points on first use (a backtest whose
-    strategies never trade never reads the recording's prices).
-    """
-
-    def __init__(self, points: Iterable[PricePoint]) -> None:
-        self._load: Callable[[], Iterable[tuple[int, str, Decimal]]] | None = None
-        self._build([(p.ts, p.pair, p.price) for p in points])
-
-    @classmethod
-    def from_rows(cls, rows: Iterable[tuple[int, str, Decimal]]) -> PriceTrack:
-        """A track from (ts, pair, price) rows, in any order (what a scan finds)."""
-        track = cls.__new__(cls)
-        track._load = None
-        track._build(list(rows))
-        return track
-
-    @classmethod
-    def later(cls, load: Callable[[], Iterable[tuple[int, str, Decimal]]]) -> PriceTrack:
-        """A track whose (ts, pair, price) rows load() gives when it is first used."""
-        track = cls.__new__(cls)
-        track._load = load
-        return track
-
-    @property
-    def loaded(self) -> bool:
-        """False while a track made with later() has not been used."""
-        return self._load is None
-
-    def _ready(self) -> None:
-        if self._load is not None:
-            load, self._load = self._load, None
-            self._build(list(load()))
-
-    def _build(self, rows: list[tuple[int, str, Decimal]]) -> None:
-        rows.sort(key=_TIME_PAIR)  # stable: of two prices for a pair in one ms, the last wins
-        merged: dict[str, dict[int, Decimal]] = {}
-        for ts, pair, price in rows:
-            by_ts = merged.get(pair)
-            if by_ts is None:
-                by_ts = merged[pair] = {}
-            by_ts[ts] = price
-        self._times = {pair: list(by_ts) for pair, by_ts in merged.items()}
-        self._prices = {pair: list(by_ts.values()) for pair, by_ts in merged.items()}
-        self._rows = sorted(
-            ((t, pair, price) for pair, by_ts in merged.items() for t, price in by_ts.items()),
-            key=_TIME_PAIR,
-        )
-        self._points: list[PricePoint] | None = None
-
-    @property
-    def rows(self) -> list[tuple[int, str, Decimal]]:
-        """Every point as (ts, pair, price), by time then pair."""
-        self._ready()
-        return self._rows
-
-    @property
-    def points(self) -> list[PricePoint]:
-        """Every point, by time then pair."""
-        self._ready()
-        if self._points is None:
-            self._points = [PricePoint(t, pair, price, "track") for t, pair, price in self._rows]
-        return self._points
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def pairs(self) -> list[str]:
-        """The pairs with at least one price."""
-        self._ready()
-        return sorted(self._times)
-
-    def first(self, pair: str) -> Decimal | None:
-        """The earliest price of pair."""
-        self._ready()
-        prices = self._prices.get(pair)
-        return prices[0] if prices else None
-
-    def last_at(self, pair: str, ts: int) -> Decimal | None:
-        """The price of the last point at or before ts."""
-        self._ready()
-        times = self._times.get(pair)
-        if not times:
-            return None
-        i = bisect_right(times, ts)
-        return self._prices[pair][i - 1] if i else None
-
-    def next_at(self, pair: str, ts: int, max_wait_ms: int) -> Decimal | None:
-        """The price of the first point at or after ts, if within max_wait_ms."""
-        self._ready()
-        times = self._times.get(pair)
-        if not times:
-            return None
-        i = bisect_left(times, ts)
-        if i < len(times) and times[i] - ts <= max_wait_ms:
-            return self._prices[pair][i]
-        return None
-
-    @classmethod
-    def from_csv(cls, path: str | Path, pairs: Iterable[str]) -> PriceTrack:
-        """Read a CSV: a ``ts`` (epoch ms) or ``time`` (ISO 8601) column, one column per pair."""
-        wanted = set(pairs)
-        points: list[PricePoint] = []
-        try:
-            with open(path, newline="", encoding="utf-8") as handle:
-                reader = csv.DictReader(handle)
-                fields = reader.fieldnames or []
-                if "ts" not in fields and "time" not in fields:
-                    raise ConfigError(f"{path}: a price track needs a 'ts' or 'time' column")
-                columns = [c for c in fields if c in wanted]
-                if not columns:
-                    raise ConfigError(f"{path}: no column names a configured pair")
-                for row in reader:
-                    ts = _csv_time(path, reader.line_num, row)
-                    for column in columns:
-                        cell = (row.get(column) or "").strip()
-                        if cell:
-                            points.append(
-                                PricePoint(
-                                    ts, column, _csv_price(path, reader.line_num, cell), "csv"
-                                )
-                            )
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read price track: {exc.strerror}") from None
-        if not points:
-            raise ConfigError(f"{path}: the price track has no prices")
-        return cls(points)
-
-
-def _csv_time(path: str | Path, line: int, row: Mapping[str, str | None]) -> int:
-    text = (row.get("ts") or "").strip()
-    if text:
-        try:
-            return int(Decimal(text))
-        except InvalidOperation:
-            raise ConfigError(f"{path}: line {line}: bad ts {text!r}") from None
-    text = (row.get("time") or "").strip()
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(f"{path}: line {line}: bad time {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def _csv_price(path: str | Path, line: int, cell: str) -> Decimal:
-    try:
-        price = Decimal(cell)
-    except InvalidOperation:
-        price = _ZERO
-    if not price.is_finite() or price <= 0:
-        raise ConfigError(f"{path}: line {line}: bad price {cell!r}")
-    return price
 
 
 # ------------------------------------------------------------------------------ venue
@@ -334,6 +165,10 @@ class PaperVenue:
         self.positions: dict[str, list[tuple[int, Decimal]]] = {p: [] for p in rules}
         self.refusals: dict[int, int] = {}
         self.on_fill: Callable[[Fill], None] | None = None
+        self.changes = 0
+        """How many times the paper account changed (orders, fills, marks of what is held)."""
+        self.on_change: Callable[[], None] | None = None
+        """Called when the paper account is about to change (an order, a fill, a mark)."""
 
     # ---- prices
 
@@ -380,7 +215,7 @@ class PaperVenue:
 
     def _resume(self, now: int) -> None:
         """After an order placed while parked: the feed goes on from the first point after now."""
-        self._feed_at = bisect_right(self.track.rows, now, key=_TIME)
+        self._feed_at = self.track.first_after(now)
         self._arm()
 
     def _catch_up(self, pair: str, now: int) -> None:
@@ -422,6 +257,7 @@ class PaperVenue:
 
     def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
         """Place a batch; the accepted orders' results, or the whole-call refusal raised."""
+        self._changed()
         parked = self._parked
         if parked:  # every mark becomes what the feed would have made it by now
             self._parked = False
@@ -463,6 +299,11 @@ class PaperVenue:
             for cid, oid, pair in outcome.accepted
         ]
 
+    def _changed(self) -> None:
+        self.changes += 1
+        if self.on_change is not None:
+            self.on_change()
+
     def take_matches(self) -> list[MatchRecord]:
         """The paper matches made since the last call (what a match poll finds), oldest first."""
         out, self._pending = self._pending, []
@@ -473,6 +314,7 @@ class PaperVenue:
     def _emit(self, events: list[TwinEvent], now: int) -> None:
         if not events:
             return
+        self._changed()
         decode = self._codec.decode_frame
         deliver = self._deliver
         for event in events:

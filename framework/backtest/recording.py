@@ -26,10 +26,12 @@ It parses only the lines that can hold those, found by substring search.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import mmap
 import operator
 import zlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -38,13 +40,14 @@ import attrs
 import msgspec
 import orjson
 
-from framework.venue.peek import PEEK_ERRORS, peek_batch_answer, peek_match_page
+from framework.venue.peek import PEEK_ERRORS, PageHead, peek_batch_answer, peek_match_page
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH
 
 __all__ = [
     "CHUNK_SIZE",
     "PIECE_SIZE",
     "LineRecord",
+    "PriceFinder",
     "PricePoint",
     "ReaderStats",
     "RecordingIndex",
@@ -243,12 +246,17 @@ class RecordingReader:
         """Whole lines in pieces of about PIECE_SIZE bytes (a longer line is a piece alone)."""
         tail = b""
         for chunk in self.chunks():
-            if tail:
-                chunk = tail + chunk
-            end = chunk.rfind(b"\n") + 1
-            tail = chunk[end:]
-            view = memoryview(chunk)
             start = 0
+            if tail:  # the line cut at the last chunk's end: whole with this chunk's head
+                head = chunk.find(b"\n") + 1
+                if not head:
+                    tail += chunk
+                    continue
+                yield tail + chunk[:head]
+                start = head
+            end = chunk.rfind(b"\n") + 1
+            tail = chunk[max(end, start) :]
+            view = memoryview(chunk)
             while start < end:
                 stop = chunk.rfind(b"\n", start, min(start + PIECE_SIZE, end)) + 1
                 if stop <= start:  # a line longer than a piece
@@ -346,6 +354,97 @@ _MATCHES_KEY: Final = MATCHES_PATH.encode()
 _NEW_KEY: Final = b'\\"NEW\\"'
 
 
+class PriceFinder:
+    """The prices a recording shows, by one rule for the scan and the replay.
+
+    Every match of a good match-result answer once, at its first sight: its averagePrice
+    at its createTimeStamp (the record's time when it has none). The openingPrice of every
+    NEW position push at its record's time; rows() adds those with ``always``, or with
+    ``fallback`` only when the recording shows no match at all.
+    """
+
+    def __init__(self) -> None:
+        self.matches: dict[int, tuple[int, str, Decimal, int | None, int | None]] = {}
+        """Match id -> (ts, pair, price, entrustId, contractPositionId)."""
+        self.new_positions: list[tuple[int, Any, Any]] = []
+        """(record ts, pair, openingPrice as sent) of NEW position pushes, unchecked."""
+        self.by_pair: dict[str, list[tuple[int, Decimal]]] = {}
+        """Per pair, the (ts, price) of those matches, in the order found."""
+        self._prices: dict[str, Decimal] = {}  # fill prices repeat: each text decoded once
+
+    def page(self, record_ts: int, page: PageHead) -> None:
+        """Take the matches of a match-result answer (a first look at its body)."""
+        if page.code != 200 or not page.data:
+            return
+        matches = self.matches
+        by_pair = self.by_pair
+        known = self._prices
+        for item in page.data:
+            if item.id in matches:
+                continue  # polls answer the newest page again and again: each match once
+            raw = item.average_price
+            price = known.get(raw) if type(raw) is str else None
+            if price is None:
+                price = _dec(raw)
+                if price is not None and type(raw) is str and len(known) < 65536:
+                    known[raw] = price
+            pair = item.symbol
+            if price is None or pair is None:
+                continue
+            ts = item.create_time_stamp
+            if ts is None:
+                ts = record_ts
+            matches[item.id] = (ts, pair, price, item.entrust_id, item.contract_position_id)
+            entries = by_pair.get(pair)
+            if entries is None:
+                entries = by_pair[pair] = []
+            entries.append((ts, price))
+
+    def frame(self, record_ts: int, frame: Any) -> None:
+        """Take a parsed WebSocket frame: a NEW position push's openingPrice."""
+        if type(frame) is not dict or frame.get("event") != "api_position":
+            return
+        data = frame.get("data")
+        if type(data) is dict and data.get("changeType") == "NEW":
+            self.new_positions.append((record_ts, data.get("symbol"), data.get("openingPrice")))
+
+    def rows(
+        self, positions: Literal["always", "fallback", "never"]
+    ) -> list[tuple[int, str, Decimal, str]]:
+        """Every price found as (ts, pair, price, source), by time then pair."""
+        rows = [(ts, pair, price, "positions") for ts, pair, price in self._positions(positions)]
+        rows.extend((ts, pair, price, "matches") for ts, pair, price, _, _ in self.matches.values())
+        rows.sort(key=_TIME_PAIR)
+        return rows
+
+    def track_pairs(
+        self, positions: Literal["always", "fallback", "never"], sources: Collection[str]
+    ) -> dict[str, list[tuple[int, Decimal]]]:
+        """Per pair, the (ts, price) of rows() whose source is in sources, in the order found.
+
+        Sorted by time (stably), they are rows()'s points of each pair.
+        """
+        out: dict[str, list[tuple[int, Decimal]]] = {}
+        if "positions" in sources:
+            for ts, pair, price in self._positions(positions):
+                out.setdefault(pair, []).append((ts, price))
+        if "matches" in sources:
+            for pair, entries in self.by_pair.items():
+                out[pair] = out.get(pair, []) + entries
+        return out
+
+    def _positions(
+        self, positions: Literal["always", "fallback", "never"]
+    ) -> list[tuple[int, str, Decimal]]:
+        rows = []
+        if positions == "always" or (positions == "fallback" and not self.matches):
+            for ts, pair, raw in self.new_positions:
+                price = _dec(raw)
+                if price is not None and type(pair) is str:
+                    rows.append((ts, pair, price))
+        return rows
+
+
 def scan(
     path: str | Path,
     *,
@@ -365,31 +464,29 @@ def scan(
     """
     if not prices:
         index = RecordingIndex(prices_scanned=False)
-        first_line, last_line = _scan_pass(path, [_BATCH_KEY], index, {})
+        first_line, last_line = _scan_pass(path, [_BATCH_KEY], index, PriceFinder())
         if not index.own_order_ids:
             index.first_ts = _ts_of(first_line)
             index.last_ts = _ts_of(last_line)
             return index
     index = RecordingIndex()
-    matches: dict[int, tuple[int, str, Decimal, int | None, int | None]] = {}
+    found = PriceFinder()
     keys = [_BATCH_KEY, _MATCHES_KEY]
     if positions == "always":
         keys.append(_NEW_KEY)
-    first_line, last_line = _scan_pass(path, keys, index, matches)
-    if positions == "fallback" and not matches:
-        _scan_pass(path, [_NEW_KEY], index, matches)
+    first_line, last_line = _scan_pass(path, keys, index, found)
+    if positions == "fallback" and not found.matches:
+        _scan_pass(path, [_NEW_KEY], index, found)
     index.first_ts = _ts_of(first_line)
     index.last_ts = _ts_of(last_line)
     own = index.own_order_ids
-    rows = index.price_rows
-    for match_id, (ts, pair, price, entrust_id, position_id) in matches.items():
-        rows.append((ts, pair, price, "matches"))
+    for match_id, (_, pair, _, entrust_id, position_id) in found.matches.items():
         if entrust_id is not None and entrust_id in own:
             index.own_match_ids.add(match_id)
             index.own_pairs.add(pair)
             if position_id is not None:
                 index.own_position_ids.add(position_id)
-    rows.sort(key=_TIME_PAIR)
+    index.price_rows = found.rows(positions)
     return index
 
 
@@ -397,10 +494,12 @@ def _scan_pass(
     path: str | Path,
     keys: list[bytes],
     index: RecordingIndex,
-    matches: dict[int, tuple[int, str, Decimal, int | None, int | None]],
+    found: PriceFinder,
 ) -> tuple[bytes | None, bytes]:
     """Parse the lines holding any of keys; returns the first and last lines of the file."""
     reader = RecordingReader(path)
+    if not reader.gzip and reader.size:
+        return _scan_mapped(reader.path, keys, index, found)
     tail = b""
     first_line: bytes | None = None
     last_line = b""
@@ -418,17 +517,33 @@ def _scan_pass(
         last_line = chunk[start + 1 : cut]
         for key in keys:
             for line in _lines_with(chunk, key, cut):
-                _scan_line(line, index, matches)
+                _scan_line(line, index, found)
     if tail.strip():
         last_line = tail
         if first_line is None:
             first_line = tail
         if any(key in tail for key in keys):
-            _scan_line(tail, index, matches)
+            _scan_line(tail, index, found)
     return first_line, last_line
 
 
-def _lines_with(chunk: bytes, key: bytes, end: int) -> Iterator[bytes]:
+def _scan_mapped(
+    path: Path, keys: list[bytes], index: RecordingIndex, found: PriceFinder
+) -> tuple[bytes | None, bytes]:
+    """_scan_pass over a plain file mapped in memory: the searches read it in place."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        end = len(view)
+        newline = view.find(b"\n")
+        first_line = view[: newline if newline >= 0 else end]
+        stop = end - 1 if view[end - 1 : end] == b"\n" else end
+        last_line = view[view.rfind(b"\n", 0, stop) + 1 : stop]
+        for key in keys:
+            for line in _lines_with(view, key, end):
+                _scan_line(line, index, found)
+    return first_line, last_line
+
+
+def _lines_with(chunk: bytes | mmap.mmap, key: bytes, end: int) -> Iterator[bytes]:
     """The lines of chunk[:end] that contain key, each once."""
     position = chunk.find(key, 0, end)
     while position >= 0:
@@ -460,26 +575,14 @@ def _dec(value: Any) -> Decimal | None:
     return result if result.is_finite() and result > 0 else None
 
 
-def _scan_line(
-    line: bytes,
-    index: RecordingIndex,
-    matches: dict[int, tuple[int, str, Decimal, int | None, int | None]],
-) -> None:
+def _scan_line(line: bytes, index: RecordingIndex, found: PriceFinder) -> None:
     try:
         record = _LINE.decode(line).typed()
     except _LINE_ERRORS:
         return
     if isinstance(record, WsRecord):
-        try:
-            frame = orjson.loads(record.frame)
-        except orjson.JSONDecodeError:
-            return
-        data = frame.get("data") if type(frame) is dict else None
-        if frame.get("event") == "api_position" and type(data) is dict:
-            price = _dec(data.get("openingPrice"))
-            pair = data.get("symbol")
-            if price is not None and type(pair) is str and data.get("changeType") == "NEW":
-                index.price_rows.append((record.ts, pair, price, "positions"))
+        with contextlib.suppress(orjson.JSONDecodeError):
+            found.frame(record.ts, orjson.loads(record.frame))
         return
     if record is None:
         return
@@ -490,27 +593,7 @@ def _scan_line(
                 index.own_order_ids.update(
                     o.order_id for o in answer.data if o.order_id is not None
                 )
-            return
-        if record.path != MATCHES_PATH:
-            return
-        page = peek_match_page(record.body)
+        elif record.path == MATCHES_PATH:
+            found.page(record.ts, peek_match_page(record.body))
     except PEEK_ERRORS:
-        return  # an answer the replay will count as an error too
-    if page.code != 200 or not page.data:
-        return
-    ts_default = record.ts
-    for item in page.data:
-        if item.id in matches:
-            continue  # polls answer the newest page again and again: each match once
-        price = _dec(item.average_price)
-        pair = item.symbol
-        if price is None or pair is None:
-            continue
-        ts = item.create_time_stamp
-        matches[item.id] = (
-            ts if ts is not None else ts_default,
-            pair,
-            price,
-            item.entrust_id,
-            item.contract_position_id,
-        )
+        pass  # an answer the replay will count as an error too

@@ -6,9 +6,16 @@ routing fields). When someone listens to that kind of push, the frame goes throu
 path it took live: :meth:`framework.venue.codec.Codec.decode_frame` then
 :func:`framework.engine.portfolio.push_router` (the portfolio, then the bus, then the
 strategies' hooks). When nobody does, the push is filed in the portfolio undecoded
-(:meth:`~framework.engine.portfolio.Portfolio.defer_position_push`), by the same rules, and is
-decoded by the same codec only if the portfolio is read; there is no event to publish. Recorded match-result pages go through the live poller's paging logic
-(:class:`framework.engine.matches.MatchCursor`) and the execution engine's ``attribute``.
+(:meth:`~framework.engine.portfolio.Portfolio.defer_position_push`), by the same rules, and
+the same codec decodes it only if the portfolio is read; there is no event to publish.
+
+Recorded match-result pages go through the live poller's paging logic
+(:class:`framework.engine.matches.MatchCursor`), read at a first look
+(:func:`framework.venue.peek.peek_match_page`). A new match is decoded and goes to the
+execution engine's ``attribute`` unless ``external`` says it was only counted (nobody
+listens to matches and the engine could link it to none of its orders). On the way, the
+replay notes every price the recording shows (:class:`PriceFinder`, the scan's rules), so a
+backtest that never needed prices during the replay has them for its report.
 Virtual time is the record's ``ts`` (never going back); a :class:`Timeline` runs what is due
 in between, in time order: strategies' timers, the virtual match polls, price points of the
 paper venue, answers and deadlines of the execution engine.
@@ -38,7 +45,7 @@ from urllib.parse import parse_qsl
 import attrs
 import orjson
 
-from framework.backtest.recording import LineRecord, RecordingReader
+from framework.backtest.recording import LineRecord, PriceFinder, RecordingReader
 from framework.engine.clock import datetime_of_ms
 from framework.engine.events import AccountChanged, PositionChanged
 from framework.engine.matches import MatchCursor, MatchRound
@@ -55,11 +62,28 @@ from framework.venue.requests import (
     parse_envelope,
 )
 
-__all__ = ["Executor", "Repeating", "ReplayClock", "ReplayStats", "Replayer", "Timeline"]
+__all__ = [
+    "NORMAL",
+    "PRICES",
+    "SAMPLES",
+    "Executor",
+    "Repeating",
+    "ReplayClock",
+    "ReplayStats",
+    "Replayer",
+    "Timeline",
+]
 
 log = logging.getLogger("framework.replay")
 
 _NEVER: Final = 1 << 62
+
+PRICES: Final = 0
+"""Timeline rank of the paper venue's price points: first in their ms."""
+SAMPLES: Final = 1
+"""Timeline rank of report samples: after the prices of their ms, before everything else."""
+NORMAL: Final = 2
+"""Timeline rank of everything else (timers, polls, the engine's answers and deadlines)."""
 
 
 class ReplayClock:
@@ -94,28 +118,30 @@ class Timeline:
 
     def __init__(self, clock: ReplayClock) -> None:
         self.clock = clock
-        self._heap: list[tuple[int, int, Callable[[], None]]] = []
+        self._heap: list[tuple[int, int, int, Callable[[], None]]] = []
         self._seq = 0
         self.ran = 0
 
     def __len__(self) -> int:
         return len(self._heap)
 
-    def at(self, ms: int, callback: Callable[[], None], *, early: bool = False) -> None:
+    def at(self, ms: int, callback: Callable[[], None], *, rank: int = NORMAL) -> None:
         """Run callback when virtual time reaches ms (at once, in order, if ms is past).
 
-        early: before every callback booked without it for the same ms (price points: a
-        price of time T is in effect for whatever happens at T).
+        Callbacks of one ms run by rank (PRICES, then SAMPLES, then NORMAL), then in the
+        order they were booked: a price of time T is in effect for whatever happens at T.
         """
         self._seq += 1
-        heapq.heappush(self._heap, (ms, self._seq - _NEVER if early else self._seq, callback))
+        heapq.heappush(self._heap, (ms, rank, self._seq, callback))
 
-    def every(self, interval_ms: int, callback: Callable[[], None], *, first_ms: int) -> Repeating:
+    def every(
+        self, interval_ms: int, callback: Callable[[], None], *, first_ms: int, rank: int = NORMAL
+    ) -> Repeating:
         """Run callback at first_ms and every interval_ms after it, until cancelled."""
         if interval_ms < 1:
             raise ValueError(f"interval must be at least 1 ms, got {interval_ms}")
-        repeat = Repeating(self, interval_ms, first_ms, callback)
-        self.at(first_ms, repeat)
+        repeat = Repeating(self, interval_ms, first_ms, callback, rank=rank)
+        self.at(first_ms, repeat, rank=rank)
         return repeat
 
     @property
@@ -128,7 +154,7 @@ class Timeline:
         heap = self._heap
         clock = self.clock
         while heap and heap[0][0] <= ms:
-            at, _, callback = heapq.heappop(heap)
+            at, _, _, callback = heapq.heappop(heap)
             if at > clock.ms:
                 clock.ms = at
             self.ran += 1
@@ -139,24 +165,52 @@ class Timeline:
 
 @attrs.define(slots=True, eq=False)
 class Repeating:
-    """A callback the timeline runs every interval_ms; cancel() stops it."""
+    """A callback the timeline runs every interval_ms; cancel() stops it.
+
+    pause() skips the runs from the next one on until resume(), which books the first run
+    after now again: for a callback that knows it has nothing to do until something
+    happens (ranked before NORMAL, so that the run at the ms of a resume() from a NORMAL
+    callback has been made already).
+    """
 
     timeline: Timeline
     interval_ms: int
     next_ms: int
     callback: Callable[[], None]
+    rank: int = NORMAL
     cancelled: bool = False
+    paused: bool = False
+    _booked: bool = True
 
     def cancel(self) -> None:
         """Run no more."""
         self.cancelled = True
 
+    def pause(self) -> None:
+        """Skip the runs after this one until resume()."""
+        self.paused = True
+
+    def resume(self) -> None:
+        """Run again from the first of its times after now (nothing when not paused)."""
+        if not self.paused or self.cancelled:
+            return
+        self.paused = False
+        if self._booked:
+            return  # the run booked before the pause is still ahead
+        now, step = self.timeline.clock.ms, self.interval_ms
+        if self.next_ms <= now:
+            self.next_ms += ((now - self.next_ms) // step + 1) * step
+        self._booked = True
+        self.timeline.at(self.next_ms, self, rank=self.rank)
+
     def __call__(self) -> None:
         """Run the callback and book the next run."""
-        if self.cancelled:
+        self._booked = False
+        if self.cancelled or self.paused:
             return
         self.next_ms += self.interval_ms
-        self.timeline.at(self.next_ms, self)
+        self._booked = True
+        self.timeline.at(self.next_ms, self, rank=self.rank)
         self.callback()
 
 
@@ -203,7 +257,7 @@ class Replayer:
         executor: Executor | None = None,
         portfolio: Portfolio | None = None,
         listeners: Mapping[type[Any], object] | None = None,
-        external: Callable[[int | None], bool] | None = None,
+        external: Callable[[list[int | None]], bool] | None = None,
     ) -> None:
         self.clock = clock
         self.timeline = timeline
@@ -224,6 +278,10 @@ class Replayer:
         self._bodies: dict[str, list[str]] = {}
         self._queries: dict[str, tuple[str, bool]] = {}
         self._external = external
+        self.prices = PriceFinder()
+        """The prices the recording shows, found on the way (by the scan's rules)."""
+        self.finished = False
+        """True once run() has gone through the whole recording."""
 
     def settle(self) -> None:
         """Let the execution engine send what its strategies just asked for."""
@@ -251,12 +309,17 @@ class Replayer:
         defer_account = None if portfolio is None else portfolio.defer_account_push
         own_positions = self.own_positions
         own_coins = self.own_coins
+        new_positions = self.prices.new_positions.append
         now = clock.ms
         due = timeline.due_at
-        lines = frames = delivered = positions = superseded = 0
+        lines = rests = accounts = positions = superseded = 0
         bad_before = reader.stats.bad_lines
         for batch in reader.record_batches():
             lines += len(batch)
+            # Only a strategy's stop unsubscribes during a replay: a stale True decodes a
+            # push for nobody, never the other way round.
+            wants_positions = defer_position is None or bool(listeners.get(PositionChanged))
+            wants_accounts = defer_account is None or bool(listeners.get(AccountChanged))
             for record in batch:
                 ts = record.ts
                 if type(ts) is not int:
@@ -270,42 +333,48 @@ class Replayer:
                     stats.time_went_back += 1
                 frame = record.frame
                 if frame is None:
-                    self._rest(record)
+                    rests += 1
+                    self._rest(record, ts)
                     due = timeline.due_at
                 else:
-                    frames += 1
                     try:
                         head = peek(frame)
                     except peek_errors:
                         head = None
                     data = None if head is None else head.data
                     if data is None or (symbol := data.symbol) is None:
-                        deliver(decode(frame))  # not a push (an ack?) or a malformed one
+                        # not a push (an ack?) or a malformed one: the live decoder says
+                        deliver(
+                            decode(frame, ts if head is None and record.source == "ws" else None)
+                        )
                     elif head.event == "api_position" and data.change_type is not None:  # type: ignore[union-attr]
+                        if data.change_type == "NEW" and record.source == "ws":
+                            new_positions((ts, symbol, data.opening_price))
                         if own_positions and data.position_id in own_positions:
                             superseded += 1
                             continue
-                        if defer_position is None or listeners.get(PositionChanged):
+                        if wants_positions:
                             deliver(decode(frame))
                         else:
                             positions += 1
-                            delivered += 1
-                            defer_position(
+                            defer_position(  # type: ignore[misc]
                                 symbol,
                                 data.position_id,
                                 data.current_quantity,
                                 data.change_type,
                                 frame,
                             )
+                            continue  # nothing ran: nothing can be pending
                     elif head.event == "api_account" and data.log_id is not None:  # type: ignore[union-attr]
                         if own_coins and symbol in own_coins:
                             superseded += 1
                             continue
-                        if defer_account is None or listeners.get(AccountChanged):
+                        if wants_accounts:
                             deliver(decode(frame))
                         else:
-                            delivered += 1
-                            defer_account(symbol, data.log_id, frame)
+                            accounts += 1
+                            defer_account(symbol, data.log_id, frame)  # type: ignore[misc]
+                            continue  # nothing ran: nothing can be pending
                     else:
                         deliver(decode(frame))
                 if executor.pending:
@@ -316,21 +385,28 @@ class Replayer:
             due = timeline.due_at
         for pair in list(self._rounds):
             self._finish(pair)
+        self.finished = True
         bad = reader.stats.bad_lines - bad_before  # lines that are not records: the reader's
         stats.lines += lines + bad
         stats.bad_lines += bad
-        stats.ws_frames += frames
-        stats.pushes_delivered += delivered
+        stats.ws_frames += lines - rests
+        stats.pushes_delivered += positions + accounts
         stats.position_pushes += positions
-        stats.account_pushes += delivered - positions
+        stats.account_pushes += accounts
         stats.pushes_superseded += superseded
         return stats
 
-    def _decode(self, frame: str) -> Any:
-        """The frame decoded by the live codec; None (counted) for an ack or a bad frame."""
+    def _decode(self, frame: str, prices_ts: int | None = None) -> Any:
+        """The frame decoded by the live codec; None (counted) for an ack or a bad frame.
+
+        prices_ts: the record's time, when the frame's price (if any) is still to be taken.
+        """
         stats = self.stats
         try:
-            push = self._decode_frame(orjson.loads(frame))
+            obj = orjson.loads(frame)
+            if prices_ts is not None:
+                self.prices.frame(prices_ts, obj)
+            push = self._decode_frame(obj)
         except (orjson.JSONDecodeError, DecodeError) as exc:
             if isinstance(exc, DecodeError) and exc.field == "event":
                 stats.unknown_events += 1
@@ -362,12 +438,12 @@ class Replayer:
 
     # ---- REST answers
 
-    def _rest(self, record: LineRecord) -> None:
+    def _rest(self, record: LineRecord, ts: int) -> None:
         stats = self.stats
         stats.rest_answers += 1
         path = record.path
         if path == MATCHES_PATH:
-            self._match_page(record)
+            self._match_page(record, ts)
         elif path in (POSITIONS_PATH, BALANCE_PATH):
             stats.snapshots_skipped += 1
         elif path == BATCH_CREATE_PATH:
@@ -376,7 +452,7 @@ class Replayer:
             stats.bad_lines += 1
             stats.rest_answers -= 1
 
-    def _match_page(self, record: LineRecord) -> None:
+    def _match_page(self, record: LineRecord, ts: int) -> None:
         stats = self.stats
         body = record.body
         if body is None:
@@ -401,6 +477,8 @@ class Replayer:
         if head is not None and head.code == 200:
             page = head.data or ()
             self._bodies[pair].append(body)
+            if record.source == "rest":
+                self.prices.page(ts, head)
         else:  # not the shape of a good answer: the live decoder says what it is
             try:
                 page = self._decode_page(body, current)
@@ -450,27 +528,34 @@ class Replayer:
         """Publish what a poll round found (as MatchPoller does) and move the cursor.
 
         A new match read at a first look is decoded (from its page, by the live codec) only
-        when someone may need it: ``external`` is asked first and says whether it was only
-        counted (nobody listens to matches and the engine could link it to none of its
-        orders). A match that does not decode then is counted as a poll error.
+        when someone may need it: ``external`` is asked first, with the round's entrustIds,
+        and says whether they were only counted (nobody listens to matches and the engine
+        could link none of them to its orders). A match that does not decode then is counted
+        as a poll error.
         """
         current = self._rounds.pop(pair)
         bodies = self._bodies.pop(pair, [])
         cursor = self._cursors[pair]
         own = self.own_matches
         stats = self.stats
+        found = current.new_matches()  # the cursor moves past them all below
+        if own:
+            kept = [m for m in found if m.id not in own]
+            stats.matches_superseded += len(found) - len(kept)
+            found = kept
         external = self._external
+        if (
+            external is not None
+            and found
+            and all(type(m) is MatchHead for m in found)
+            and external([m.entrust_id for m in found])
+        ):
+            stats.matches_delivered += len(found)
+            found = []
         items: dict[int, Any] | None = None
-        for head in current.new_matches():
+        for head in found:
             match_id = head.id
-            cursor.advance(match_id)
-            if match_id in own:
-                stats.matches_superseded += 1
-                continue
             if type(head) is MatchHead:
-                if external is not None and external(head.entrust_id):
-                    stats.matches_delivered += 1
-                    continue
                 if items is None:
                     items = _items_by_id(bodies)
                 try:

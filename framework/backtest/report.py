@@ -88,6 +88,7 @@ class ReportCollector:
         self._drawdown: dict[str, _Drawdown] = {}
         self._max_position: dict[str, Decimal] = {}
         self._max_notional: dict[str, Decimal] = {}
+        self._quiet_since = -1  # paper.changes at the last sample taken while idle
         bus.subscribe(OrderUpdate, self._on_order)
         bus.subscribe(MatchFilled, self._on_match)
         paper.on_fill = self._on_fill
@@ -102,13 +103,21 @@ class ReportCollector:
         if not event.external and event.strategy is not None and event.match.id >= PAPER_ID_BASE:
             self.fills_by_strategy[event.strategy] += 1
 
+    @property
+    def quiet(self) -> bool:
+        """True when a sample now would find what the last one found (nothing held, no change)."""
+        return self.paper.changes == self._quiet_since and self.paper.idle
+
     def _on_fill(self, fill: Fill) -> None:
         self.sample(fill.ts)
 
     def sample(self, ts: int | None = None) -> None:
         """Record equity, drawdown and exposure now (called on a timer and after each fill)."""
+        if self.quiet:
+            return  # nothing held, nothing changed since the last sample: the same figures
+        paper = self.paper
         ts = self._now_ms() if ts is None else ts
-        for coin, value in self.paper.equity().items():
+        for coin, value in paper.equity().items():
             series = self.equity.setdefault(coin, [])
             if series and series[-1][0] == ts:
                 series[-1] = (ts, value)
@@ -122,6 +131,7 @@ class ReportCollector:
             mark = self.paper.mark(pair)
             if mark is not None and size * mark > self._max_notional.get(pair, _ZERO):
                 self._max_notional[pair] = size * mark
+        self._quiet_since = paper.changes if paper.idle else -1
 
     # ---- the results
 

@@ -26,9 +26,18 @@ import attrs
 import cattrs
 import yaml
 
-from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue, PriceTrack
+from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue
+from framework.backtest.prices import PriceTrack
 from framework.backtest.recording import RecordingIndex, RecordingReader, scan
-from framework.backtest.replay import Repeating, ReplayClock, Replayer, ReplayStats, Timeline
+from framework.backtest.replay import (
+    PRICES,
+    SAMPLES,
+    Repeating,
+    ReplayClock,
+    Replayer,
+    ReplayStats,
+    Timeline,
+)
 from framework.backtest.report import ReportCollector
 from framework.config import Config, parse_config
 from framework.engine.bus import Bus
@@ -74,7 +83,8 @@ class BacktestSettings:
     prices_csv: str | None = None
     """A price track CSV (``ts`` or ``time`` column, one column per pair) used instead."""
     equity_sample_ms: int = attrs.field(default=1000, validator=_positive)
-    """Virtual time between equity samples (also taken at every paper fill)."""
+    """Virtual time between equity samples (also taken at every paper fill). A timed sample
+    comes after the price points of its ms and before its orders and answers."""
     seed: int = 1
     """Seeds the client ids and the retry jitter (part of what makes runs identical)."""
     paper: PaperSettings = PaperSettings()
@@ -210,14 +220,14 @@ class Backtest:
         settings: BacktestSettings | None = None,
         *,
         strategies: Sequence[Callable[[BasicContext], Strategy]] | None = None,
-        park_prices: bool = True,
+        lazy: bool = True,
     ) -> None:
         self.config = config
         self.recording = Path(recording)
         self.settings = settings or BacktestSettings()
         self._factories = strategies
-        self.park_prices = park_prices
-        """False: the paper venue's price feed never parks (the same results, slower)."""
+        self.lazy = lazy
+        """False: the price feed never parks, the sampler never pauses (same results, slower)."""
 
     def run(self, *, progress: Callable[[int, int], None] | None = None) -> BacktestResult:
         """Replay the whole recording; progress(bytes_read, total) is called as it goes."""
@@ -246,9 +256,17 @@ class Backtest:
             track = PriceTrack.from_rows(price_rows(index.price_rows))
         else:
             recording = self.recording
-            track = PriceTrack.later(
-                lambda: price_rows(scan(recording, positions=positions).price_rows)
-            )
+
+            def load() -> PriceTrack:
+                # After the replay (the report), the prices it found on the way; during it
+                # (a first order), all of them: fills may look ahead.
+                if replayer.finished:
+                    return PriceTrack.from_pairs(replayer.prices.track_pairs(positions, sources))
+                return PriceTrack.from_rows(
+                    price_rows(scan(recording, positions=positions).price_rows)
+                )
+
+            track = PriceTrack.later(load)
         start = index.first_ts or 0
         clock = ReplayClock(start)
         timeline = Timeline(clock)
@@ -308,12 +326,15 @@ class Backtest:
 
         handlers = bus.handler_map()
 
-        def external(order_id: int | None) -> bool:
+        listening: list[Any] = [None, False]  # the MatchFilled handlers last looked at
+
+        def external(order_ids: list[int | None]) -> bool:
             # A strategy's hook has an owner; the report collector (None) counts externals
             # from the engine's counters, so only strategies need the records.
-            if any(owner is not None for _, owner in handlers.get(MatchFilled, ())):
-                return False
-            return engine.count_external(order_id)
+            subscribed = handlers.get(MatchFilled, ())
+            if subscribed is not listening[0]:
+                listening[:] = [subscribed, any(owner is not None for _, owner in subscribed)]
+            return not listening[1] and engine.count_external(order_ids)
 
         supersede = settings.own_activity == "supersede"
         replayer = Replayer(
@@ -329,17 +350,24 @@ class Backtest:
             listeners=handlers,
             external=external,
         )
-        paper.start_prices(partial(timeline.at, early=True), park=self.park_prices)
+        paper.start_prices(partial(timeline.at, rank=PRICES), park=self.lazy)
 
         def poll() -> None:
             for match in paper.take_matches():
                 on_match(match)
 
         interval = max(1, round(config.polling.match_interval_s * 1000))
-        periodic = [
-            timeline.every(interval, poll, first_ms=start + interval),
-            timeline.every(settings.equity_sample_ms, collector.sample, first_ms=start),
-        ]
+
+        def sample() -> None:
+            collector.sample()
+            if self.lazy and collector.quiet:  # nothing held or changed: the same figures
+                sampler.pause()
+
+        # Samples come before NORMAL callbacks in their ms, so the one of the ms in which an
+        # order wakes the paper account up has been taken already when it resumes them.
+        sampler = timeline.every(settings.equity_sample_ms, sample, first_ms=start, rank=SAMPLES)
+        paper.on_change = sampler.resume
+        periodic = [timeline.every(interval, poll, first_ms=start + interval), sampler]
         # The live node's start: snapshots first (here the paper account's), then Started.
         for coin, amount in sorted(paper.initial.items()):
             balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=Decimal(0))

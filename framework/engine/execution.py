@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import random as _random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Final
@@ -444,11 +444,11 @@ class ExecutionEngine:
             return None
         return self._decide(match)
 
-    def count_external(self, order_id: int | None) -> bool:
-        """Count a match of order_id as external when attribute() surely would; True if so."""
-        if self._early.in_flight or self._ledger.could_claim(order_id):
+    def count_external(self, order_ids: Collection[int | None]) -> bool:
+        """Count matches of order_ids as external if attribute() surely would each; True if so."""
+        if self._early.in_flight or any(map(self._ledger.could_claim, order_ids)):
             return False
-        self._c["matches_external"] += 1
+        self._c["matches_external"] += len(order_ids)
         return True
 
     def _release_early(self) -> None:

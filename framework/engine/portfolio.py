@@ -51,6 +51,7 @@ _P = TypeVar("_P", PositionPush, AccountPush)
 
 _ZERO = Decimal(0)
 _CLOSING: Final = frozenset((ChangeType.CLOSE, ChangeType.LIQUIDATE))
+_NONZERO: Final = frozenset("123456789")
 
 log = logging.getLogger("framework.portfolio")
 
@@ -178,7 +179,9 @@ class Portfolio:
         if current_quantity is None:
             closed = change_type in _CLOSING
         else:
-            closed = current_quantity == "0" or _is_zero(current_quantity)
+            # A plain decimal whose first digit after any "0" and "." is 1-9 is not zero.
+            lead = current_quantity.lstrip("0.")
+            closed = not (lead and lead[0] in _NONZERO) and _is_zero(current_quantity)
         if closed:
             positions.pop(position_id, None)
         else:
@@ -259,8 +262,12 @@ class Portfolio:
 
     def defer_account_push(self, coin: str, log_id: int, frame: str) -> bool:
         """File an api_account push by coin and logId (same rule); its frame is decoded when read."""
-        if not self._take_log_id(coin, log_id):
-            return False
+        newest = self._log_ids.get(coin)
+        if newest is not None and log_id <= newest:
+            return self._take_log_id(coin, log_id)  # counts it as stale or repeated
+        self._log_ids[coin] = log_id
+        marks = self._marks
+        marks[coin] = marks.get(coin, 0) + 1
         self._balances[coin] = frame
         return True
 

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-class HeadData(msgspec.Struct, frozen=True, rename="camel"):
+class HeadData(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """The routing fields of a push's data object, by their wire keys in camelCase (absent: None)."""
 
     symbol: str | None = None
@@ -44,9 +44,11 @@ class HeadData(msgspec.Struct, frozen=True, rename="camel"):
     """The change type (api_position): one of ChangeType's values, or the frame is no push."""
     log_id: int | None = None
     """The balance's version (api_account)."""
+    opening_price: str | int | float | None = None
+    """The position's opening price, as sent (api_position: a price a backtest may use)."""
 
 
-class FrameHead(msgspec.Struct, frozen=True):
+class FrameHead(msgspec.Struct, frozen=True, gc=False):
     """A frame's event, success flag and the routing fields of its data object."""
 
     event: str
@@ -64,7 +66,7 @@ peek_frame: Final = msgspec.json.Decoder(FrameHead).decode
 """peek_frame(frame) is the frame's FrameHead; raises one of PEEK_ERRORS when it is not one."""
 
 
-class MatchHead(msgspec.Struct, frozen=True, rename="camel"):
+class MatchHead(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """What a match-result poll tells of one match at a first look (absent fields: None)."""
 
     id: int

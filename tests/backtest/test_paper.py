@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from framework.backtest.paper import NO_PRICE, PAPER_ID_BASE, PaperSettings, PaperVenue, PriceTrack
+from framework.backtest.paper import NO_PRICE, PAPER_ID_BASE, PaperSettings, PaperVenue
+from framework.backtest.prices import PriceTrack
 from framework.backtest.recording import PricePoint
 from framework.engine.bus import Bus
 from framework.engine.portfolio import Portfolio, push_router

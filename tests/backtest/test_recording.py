@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import random
 import zlib
 from pathlib import Path
 
 import orjson
+import pytest
 
 from framework.backtest.recording import PIECE_SIZE, RecordingReader, RestRecord, WsRecord, scan
 from framework.backtest.synth import SynthSettings, generate
@@ -193,3 +195,14 @@ def test_pieces_keep_every_line_and_count_a_bad_one(tmp_path: Path) -> None:
     assert records[1500] == WsRecord(1500, long_frame)
     assert reader.stats.bad_lines == 1
     assert reader.stats.lines == 3001
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 4096, 1 << 16, 1 << 22])
+def test_any_chunk_size_gives_every_line_once(tmp_path: Path, chunk_size: int) -> None:
+    rnd = random.Random(chunk_size)
+    sizes = [rnd.choice([0, 5, 100, 3000, 70_000, PIECE_SIZE + 7]) for _ in range(40)]
+    lines = [orjson.dumps({"ts": i, "source": "ws", "frame": "x" * n}) for i, n in enumerate(sizes)]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n".join(lines))  # the last line unterminated but whole
+    records = list(RecordingReader(path, chunk_size=chunk_size).records())
+    assert [(r.ts, len(r.frame)) for r in records] == list(enumerate(sizes))  # type: ignore[union-attr]

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from framework.backtest.recording import RecordingReader
-from framework.backtest.replay import ReplayClock, Replayer, Timeline
+from framework.backtest.replay import PRICES, SAMPLES, ReplayClock, Replayer, Timeline
 from framework.engine.bus import Bus
 from framework.engine.events import AccountChanged, MatchFilled, PositionChanged
 from framework.engine.portfolio import Portfolio, push_router
@@ -249,3 +249,32 @@ def test_timeline_runs_in_time_then_schedule_order_and_cancels() -> None:
     timeline.run_until(100)
     assert ran == ["a", "r15", "b", "c", "r30"]
     assert clock.ms == 45
+
+
+def test_callbacks_of_a_ms_run_by_rank_then_in_booking_order() -> None:
+    clock = ReplayClock(0)
+    timeline = Timeline(clock)
+    ran: list[str] = []
+    timeline.at(10, lambda: ran.append("normal"))
+    timeline.at(10, lambda: ran.append("sample"), rank=SAMPLES)
+    timeline.at(10, lambda: ran.append("price 1"), rank=PRICES)
+    timeline.at(5, lambda: ran.append("before"))
+    timeline.at(10, lambda: ran.append("price 2"), rank=PRICES)
+    timeline.at(11, lambda: ran.append("after"), rank=PRICES)
+    timeline.run_until(20)
+    assert ran == ["before", "price 1", "price 2", "sample", "normal", "after"]
+
+
+def test_a_paused_repeating_callback_resumes_at_its_next_time_after_now() -> None:
+    clock = ReplayClock(0)
+    timeline = Timeline(clock)
+    ran: list[int] = []
+    repeat = timeline.every(10, lambda: ran.append(clock.ms), first_ms=0, rank=SAMPLES)
+    timeline.run_until(20)
+    repeat.pause()
+    timeline.run_until(55)  # the run booked at 30 is skipped and books none
+    clock.ms = 55  # as the replay does: a record's time
+    repeat.resume()  # at 55: the next of 0, 10, 20, ... after it is 60
+    repeat.resume()  # twice: still one run booked
+    timeline.run_until(80)
+    assert ran == [0, 10, 20, 60, 70, 80]
