@@ -1,6 +1,6 @@
 """The price track of a backtest: prices per pair over time, looked up by time.
 
-Its points come from the recording (what :class:`framework.backtest.recording.PriceFinder`
+Its points come from the recording (what :class:`framework.backtest.scan.PriceFinder`
 finds: match averagePrice at the match's time, the openingPrice of NEW position pushes) or
 from a CSV file. Of two prices for a pair in one millisecond the later one counts. A track
 made with :meth:`PriceTrack.later` reads its points on first use, so a backtest whose
@@ -18,7 +18,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Final
 
-from framework.backtest.recording import PricePoint
+from framework.backtest.scan import PricePoint
 from framework.venue.errors import ConfigError
 
 __all__ = ["PriceTrack"]

@@ -16,9 +16,11 @@ execution engine's ``attribute`` unless ``external`` says it was only counted (n
 listens to matches and the engine could link it to none of its orders). On the way, the
 replay notes every price the recording shows (:class:`PriceFinder`, the scan's rules), so a
 backtest that never needed prices during the replay has them for its report.
-Virtual time is the record's ``ts`` (never going back); a :class:`Timeline` runs what is due
-in between, in time order: strategies' timers, the virtual match polls, price points of the
-paper venue, answers and deadlines of the execution engine.
+
+Virtual time is the record's ``ts`` (never going back); a
+:class:`~framework.backtest.timeline.Timeline` runs what is due in between, in time order:
+strategies' timers, the virtual match polls, price points of the paper venue, report
+samples, answers and deadlines of the execution engine.
 
 What the recording holds about the recorded node's own trading is superseded by the paper
 venue in a backtest (``own_activity: supersede``, the default): its match records (entrustId
@@ -35,18 +37,17 @@ when a record's time reaches its next due item.
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 import attrs
 import orjson
 
-from framework.backtest.recording import LineRecord, PriceFinder, RecordingReader
-from framework.engine.clock import datetime_of_ms
+from framework.backtest.recording import LineRecord, RecordingReader
+from framework.backtest.scan import PriceFinder
+from framework.backtest.timeline import ReplayClock, Timeline
 from framework.engine.events import AccountChanged, PositionChanged
 from framework.engine.matches import MatchCursor, MatchRound
 from framework.engine.portfolio import Portfolio
@@ -62,156 +63,9 @@ from framework.venue.requests import (
     parse_envelope,
 )
 
-__all__ = [
-    "NORMAL",
-    "PRICES",
-    "SAMPLES",
-    "Executor",
-    "Repeating",
-    "ReplayClock",
-    "ReplayStats",
-    "Replayer",
-    "Timeline",
-]
+__all__ = ["Executor", "ReplayStats", "Replayer"]
 
 log = logging.getLogger("framework.replay")
-
-_NEVER: Final = 1 << 62
-
-PRICES: Final = 0
-"""Timeline rank of the paper venue's price points: first in their ms."""
-SAMPLES: Final = 1
-"""Timeline rank of report samples: after the prices of their ms, before everything else."""
-NORMAL: Final = 2
-"""Timeline rank of everything else (timers, polls, the engine's answers and deadlines)."""
-
-
-class ReplayClock:
-    """Virtual time (a :class:`framework.engine.clock.Clock`): ``ms`` is set by the replay."""
-
-    __slots__ = ("_dt", "_dt_ms", "ms")
-
-    def __init__(self, start_ms: int = 0) -> None:
-        self.ms = start_ms
-        self._dt_ms = -1
-        self._dt = datetime_of_ms(0)
-
-    def __repr__(self) -> str:
-        return f"ReplayClock({self.ms})"
-
-    def now_ms(self) -> int:
-        """The virtual time in epoch milliseconds."""
-        return self.ms
-
-    def now(self) -> datetime:
-        """The virtual time as a UTC datetime, made only when asked (and reused within a ms)."""
-        if self._dt_ms != self.ms:
-            self._dt_ms = self.ms
-            self._dt = datetime_of_ms(self.ms)
-        return self._dt
-
-
-class Timeline:
-    """Callbacks due at virtual times, run in time order (then in the order scheduled)."""
-
-    __slots__ = ("_heap", "_seq", "clock", "ran")
-
-    def __init__(self, clock: ReplayClock) -> None:
-        self.clock = clock
-        self._heap: list[tuple[int, int, int, Callable[[], None]]] = []
-        self._seq = 0
-        self.ran = 0
-
-    def __len__(self) -> int:
-        return len(self._heap)
-
-    def at(self, ms: int, callback: Callable[[], None], *, rank: int = NORMAL) -> None:
-        """Run callback when virtual time reaches ms (at once, in order, if ms is past).
-
-        Callbacks of one ms run by rank (PRICES, then SAMPLES, then NORMAL), then in the
-        order they were booked: a price of time T is in effect for whatever happens at T.
-        """
-        self._seq += 1
-        heapq.heappush(self._heap, (ms, rank, self._seq, callback))
-
-    def every(
-        self, interval_ms: int, callback: Callable[[], None], *, first_ms: int, rank: int = NORMAL
-    ) -> Repeating:
-        """Run callback at first_ms and every interval_ms after it, until cancelled."""
-        if interval_ms < 1:
-            raise ValueError(f"interval must be at least 1 ms, got {interval_ms}")
-        repeat = Repeating(self, interval_ms, first_ms, callback, rank=rank)
-        self.at(first_ms, repeat, rank=rank)
-        return repeat
-
-    @property
-    def due_at(self) -> int:
-        """When the next callback is due (a huge number when none is)."""
-        return self._heap[0][0] if self._heap else _NEVER
-
-    def run_until(self, ms: int, after_each: Callable[[], None] | None = None) -> None:
-        """Run every callback due at or before ms, moving the clock to each one's time."""
-        heap = self._heap
-        clock = self.clock
-        while heap and heap[0][0] <= ms:
-            at, _, _, callback = heapq.heappop(heap)
-            if at > clock.ms:
-                clock.ms = at
-            self.ran += 1
-            callback()
-            if after_each is not None:
-                after_each()
-
-
-@attrs.define(slots=True, eq=False)
-class Repeating:
-    """A callback the timeline runs every interval_ms; cancel() stops it.
-
-    pause() skips the runs from the next one on until resume(), which books the first run
-    after now again: for a callback that knows it has nothing to do until something
-    happens (ranked before NORMAL, so that the run at the ms of a resume() from a NORMAL
-    callback has been made already).
-    """
-
-    timeline: Timeline
-    interval_ms: int
-    next_ms: int
-    callback: Callable[[], None]
-    rank: int = NORMAL
-    cancelled: bool = False
-    paused: bool = False
-    _booked: bool = True
-
-    def cancel(self) -> None:
-        """Run no more."""
-        self.cancelled = True
-
-    def pause(self) -> None:
-        """Skip the runs after this one until resume()."""
-        self.paused = True
-
-    def resume(self) -> None:
-        """Run again from the first of its times after now (nothing when not paused)."""
-        if not self.paused or self.cancelled:
-            return
-        self.paused = False
-        if self._booked:
-            return  # the run booked before the pause is still ahead
-        now, step = self.timeline.clock.ms, self.interval_ms
-        if self.next_ms <= now:
-            self.next_ms += ((now - self.next_ms) // step + 1) * step
-        self._booked = True
-        self.timeline.at(self.next_ms, self, rank=self.rank)
-
-    def __call__(self) -> None:
-        """Run the callback and book the next run."""
-        self._booked = False
-        if self.cancelled or self.paused:
-            return
-        self.next_ms += self.interval_ms
-        self._booked = True
-        self.timeline.at(self.next_ms, self, rank=self.rank)
-        self.callback()
 
 
 @attrs.define
@@ -305,8 +159,12 @@ class Replayer:
         # Pushes nobody listens to are filed in the portfolio undecoded (with a bus to ask).
         listeners = self._listeners if self._listeners is not None else {}
         portfolio = self._portfolio if self._listeners is not None else None
-        defer_position = None if portfolio is None else portfolio.defer_position_push
-        defer_account = None if portfolio is None else portfolio.defer_account_push
+        # Pushes to file wait in the portfolio's queues: it files them before it is next
+        # asked or told anything, and at the end of each batch here (a bounded queue).
+        deferring = portfolio is not None
+        if portfolio is not None:
+            positions_due, accounts_due = portfolio.filing_queues()
+            file_position, file_account = positions_due.append, accounts_due.append
         own_positions = self.own_positions
         own_coins = self.own_coins
         new_positions = self.prices.new_positions.append
@@ -318,8 +176,8 @@ class Replayer:
             lines += len(batch)
             # Only a strategy's stop unsubscribes during a replay: a stale True decodes a
             # push for nobody, never the other way round.
-            wants_positions = defer_position is None or bool(listeners.get(PositionChanged))
-            wants_accounts = defer_account is None or bool(listeners.get(AccountChanged))
+            wants_positions = not deferring or bool(listeners.get(PositionChanged))
+            wants_accounts = not deferring or bool(listeners.get(AccountChanged))
             for record in batch:
                 ts = record.ts
                 if type(ts) is not int:
@@ -357,12 +215,14 @@ class Replayer:
                             deliver(decode(frame))
                         else:
                             positions += 1
-                            defer_position(  # type: ignore[misc]
-                                symbol,
-                                data.position_id,
-                                data.current_quantity,
-                                data.change_type,
-                                frame,
+                            file_position(
+                                (
+                                    symbol,
+                                    data.position_id,
+                                    data.current_quantity,
+                                    data.change_type,
+                                    frame,
+                                )
                             )
                             continue  # nothing ran: nothing can be pending
                     elif head.event == "api_account" and data.log_id is not None:  # type: ignore[union-attr]
@@ -373,13 +233,15 @@ class Replayer:
                             deliver(decode(frame))
                         else:
                             accounts += 1
-                            defer_account(symbol, data.log_id, frame)  # type: ignore[misc]
+                            file_account((symbol, data.log_id, frame))
                             continue  # nothing ran: nothing can be pending
                     else:
                         deliver(decode(frame))
                 if executor.pending:
                     settle()
                     due = timeline.due_at
+            if portfolio is not None:
+                portfolio.file_due()
             if progress is not None:
                 progress(reader.stats.bytes_read)
             due = timeline.due_at

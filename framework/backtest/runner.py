@@ -3,7 +3,7 @@
 A backtest is built like the live node (one Bus, one Portfolio fed through push_router, the
 config's strategies loaded by ``module:Class`` and attached with the same dispatch rule, one
 ExecutionEngine with the config's ``execution`` settings) and differs only at the edges: a
-:class:`~framework.backtest.replay.ReplayClock`, the recording instead of the stream and the
+:class:`~framework.backtest.timeline.ReplayClock`, the recording instead of the stream and the
 poller, a :class:`~framework.backtest.paper.PaperVenue` instead of the REST client.
 
 The config file is the live one plus an optional ``backtest:`` section
@@ -28,17 +28,11 @@ import yaml
 
 from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue
 from framework.backtest.prices import PriceTrack
-from framework.backtest.recording import RecordingIndex, RecordingReader, scan
-from framework.backtest.replay import (
-    PRICES,
-    SAMPLES,
-    Repeating,
-    ReplayClock,
-    Replayer,
-    ReplayStats,
-    Timeline,
-)
+from framework.backtest.recording import RecordingReader
+from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
+from framework.backtest.scan import RecordingIndex, scan
+from framework.backtest.timeline import PRICES, SAMPLES, Repeating, ReplayClock, Timeline
 from framework.config import Config, parse_config
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator

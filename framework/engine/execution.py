@@ -446,7 +446,7 @@ class ExecutionEngine:
 
     def count_external(self, order_ids: Collection[int | None]) -> bool:
         """Count matches of order_ids as external if attribute() surely would each; True if so."""
-        if self._early.in_flight or any(map(self._ledger.could_claim, order_ids)):
+        if self._early.in_flight or self._ledger.could_claim(order_ids):
             return False
         self._c["matches_external"] += len(order_ids)
         return True

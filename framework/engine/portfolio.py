@@ -26,8 +26,11 @@ application would have kept the one before).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+import operator
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
+from itertools import accumulate
 from typing import Final, TypeVar
 
 import attrs
@@ -45,13 +48,29 @@ from framework.venue.models import (
     PositionPush,
 )
 
-__all__ = ["Balance", "Portfolio", "PositionState", "push_router"]
+__all__ = [
+    "AccountFiling",
+    "Balance",
+    "Portfolio",
+    "PositionFiling",
+    "PositionState",
+    "push_router",
+]
 
 _P = TypeVar("_P", PositionPush, AccountPush)
 
 _ZERO = Decimal(0)
 _CLOSING: Final = frozenset((ChangeType.CLOSE, ChangeType.LIQUIDATE))
 _NONZERO: Final = frozenset("123456789")
+_PAIR: Final = operator.itemgetter(0)
+
+
+_POSITION: Final = operator.itemgetter(0, 1)
+
+PositionFiling = tuple[str, "int | None", "str | None", str, str]
+"""(pair, positionId, currentQuantity, changeType, frame) of an api_position push to file."""
+AccountFiling = tuple[str, int, str]
+"""(coin, logId, frame) of an api_account push to file."""
 
 log = logging.getLogger("framework.portfolio")
 
@@ -96,6 +115,10 @@ def _position_of_push(push: PositionPush) -> PositionState:
         margin_amount=push.margin_amount,
         position_type=push.position_type,
     )
+
+
+def _by_id(state: PositionState) -> tuple[bool, int]:
+    return (state.position_id is not None, state.position_id or 0)
 
 
 def _balance_of_push(push: AccountPush) -> Balance:
@@ -145,11 +168,34 @@ class Portfolio:
     snapshots_ignored: int = attrs.field(default=0, init=False)
     position_snapshots_ignored: int = attrs.field(default=0, init=False)
     deferred_pushes_malformed: int = attrs.field(default=0, init=False)
+    _due_positions: list[PositionFiling] = attrs.field(factory=list, init=False)
+    _due_accounts: list[AccountFiling] = attrs.field(factory=list, init=False)
+
+    def filing_queues(self) -> tuple[list[PositionFiling], list[AccountFiling]]:
+        """Lists to append pushes to file to, in order (a replay's fastest way to file).
+
+        What waits in them is filed (defer_position_pushes, defer_account_pushes) before
+        anything else this portfolio is asked or told, and by file_due().
+        """
+        return self._due_positions, self._due_accounts
+
+    def file_due(self) -> None:
+        """File what waits in the filing queues."""
+        if self._due_positions:
+            due = self._due_positions[:]
+            self._due_positions.clear()
+            self._file_positions(due)
+        if self._due_accounts:
+            due_accounts = self._due_accounts[:]
+            self._due_accounts.clear()
+            self._file_accounts(due_accounts)
 
     # ---- positions
 
     def apply_position_push(self, push: PositionPush) -> None:
         """Apply an api_position push: its current quantity replaces what was known."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         self._position_marks[push.symbol] = self._position_marks.get(push.symbol, 0) + 1
         pair = self._positions.setdefault(push.symbol, {})
         closed = push.change_type in _CLOSING
@@ -171,24 +217,42 @@ class Portfolio:
         The same rule as apply_position_push: a zero quantity (or a close without one)
         removes the position, anything else replaces it.
         """
+        self.defer_position_pushes([(pair, position_id, current_quantity, change_type, frame)])
+
+    def defer_position_pushes(self, pushes: Sequence[PositionFiling]) -> None:
+        """defer_position_push for each of pushes, in order, at once."""
+        self.file_due()
+        self._file_positions(pushes)
+
+    def _file_positions(self, pushes: Sequence[PositionFiling]) -> None:
+        # Only the last push of a position decides it: what applying them one by one leaves.
+        if not pushes:
+            return
         marks = self._position_marks
-        marks[pair] = marks.get(pair, 0) + 1
-        positions = self._positions.get(pair)
-        if positions is None:
-            positions = self._positions[pair] = {}
-        if current_quantity is None:
-            closed = change_type in _CLOSING
-        else:
-            # A plain decimal whose first digit after any "0" and "." is 1-9 is not zero.
-            lead = current_quantity.lstrip("0.")
-            closed = not (lead and lead[0] in _NONZERO) and _is_zero(current_quantity)
-        if closed:
-            positions.pop(position_id, None)
-        else:
-            positions[position_id] = frame
+        for pair, count in Counter(map(_PAIR, pushes)).items():
+            marks[pair] = marks.get(pair, 0) + count
+        books = self._positions
+        for (pair, position_id), (_, _, quantity, change_type, frame) in dict(
+            zip(map(_POSITION, pushes), pushes, strict=True)
+        ).items():
+            positions = books.get(pair)
+            if positions is None:
+                positions = books[pair] = {}
+            if quantity is None:
+                closed = change_type in _CLOSING
+            else:
+                # A plain decimal whose first digit after any "0" and "." is 1-9 is not zero.
+                lead = quantity.lstrip("0.")
+                closed = not (lead and lead[0] in _NONZERO) and _is_zero(quantity)
+            if closed:
+                positions.pop(position_id, None)
+            else:
+                positions[position_id] = frame
 
     def position_mark(self, pair: str) -> int:
         """A token to take before fetching a position snapshot; see apply_positions."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         return self._position_marks.get(pair, 0)
 
     def apply_positions(
@@ -199,6 +263,8 @@ class Portfolio:
         With a mark (taken before the fetch), a snapshot is ignored and counted when a push
         for the pair arrived meanwhile: the push is newer than the snapshot.
         """
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         if mark is not None and self._position_marks.get(pair, 0) != mark:
             self.position_snapshots_ignored += 1
             return False
@@ -212,15 +278,21 @@ class Portfolio:
         return _view(old) != _view(fresh)
 
     def positions(self, pair: str) -> tuple[PositionState, ...]:
-        """The open positions of pair (one-way mode: usually zero or one)."""
-        return tuple(self._settled(pair).values())
+        """The open positions of pair by position id (one-way mode: usually zero or one)."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
+        return tuple(sorted(self._settled(pair).values(), key=_by_id))
 
     def net_quantity(self, pair: str) -> Decimal:
         """The signed quantity held on pair: long positive, short negative, flat zero."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         return sum((p.signed_quantity for p in self._settled(pair).values()), _ZERO)
 
     def pairs(self) -> tuple[str, ...]:
         """The pairs with at least one open position."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         return tuple(p for p in list(self._positions) if self._settled(p))
 
     def _settled(self, pair: str) -> dict[int | None, PositionState]:
@@ -255,6 +327,8 @@ class Portfolio:
 
     def apply_account_push(self, push: AccountPush) -> bool:
         """Apply an api_account push; False (dropped, counted) when its logId is not newer."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         if not self._take_log_id(push.symbol, push.log_id):
             return False
         self._balances[push.symbol] = _balance_of_push(push)
@@ -262,14 +336,33 @@ class Portfolio:
 
     def defer_account_push(self, coin: str, log_id: int, frame: str) -> bool:
         """File an api_account push by coin and logId (same rule); its frame is decoded when read."""
+        return self.defer_account_pushes([(coin, log_id, frame)]) == 1
+
+    def defer_account_pushes(self, pushes: Sequence[AccountFiling]) -> int:
+        """defer_account_push for each of pushes, in order, at once; how many were taken."""
+        self.file_due()
+        return self._file_accounts(pushes)
+
+    def _file_accounts(self, pushes: Sequence[AccountFiling]) -> int:
+        if not pushes:
+            return 0
+        coins = set(map(_PAIR, pushes))
+        if len(coins) > 1:
+            return sum(self._file_accounts([p for p in pushes if p[0] == c]) for c in coins)
+        coin = pushes[0][0]
+        ids = [log_id for _, log_id, _ in pushes]
         newest = self._log_ids.get(coin)
-        if newest is not None and log_id <= newest:
-            return self._take_log_id(coin, log_id)  # counts it as stale or repeated
-        self._log_ids[coin] = log_id
-        marks = self._marks
-        marks[coin] = marks.get(coin, 0) + 1
-        self._balances[coin] = frame
-        return True
+        # Each push against the newest logId before it: newer taken, older stale, equal repeated.
+        before = list(accumulate(ids, max, initial=min(ids) - 1 if newest is None else newest))
+        taken = int(sum(map(operator.gt, ids, before)))
+        stale = int(sum(map(operator.lt, ids, before)))
+        self.stale_account_pushes += stale
+        self.duplicate_account_pushes += len(ids) - taken - stale
+        if taken:
+            self._log_ids[coin] = before[-1]
+            self._marks[coin] = self._marks.get(coin, 0) + taken
+            self._balances[coin] = pushes[ids.index(before[-1])][2]
+        return taken
 
     def _take_log_id(self, coin: str, log_id: int) -> bool:
         """The logId rule: True (and the coin marked) when log_id is newer than any seen."""
@@ -286,6 +379,8 @@ class Portfolio:
 
     def account_mark(self, coin: str) -> int:
         """A token to take before fetching a balance snapshot; see apply_balance."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         return self._marks.get(coin, 0)
 
     def apply_balance(
@@ -295,6 +390,8 @@ class Portfolio:
 
         Without a mark the snapshot is applied only if no push was ever seen for the coin.
         """
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         symbol = balance.symbol or coin
         if symbol is None:
             raise ValueError("apply_balance: the balance names no coin; pass coin=")
@@ -317,6 +414,8 @@ class Portfolio:
 
     def balance(self, coin: str) -> Balance | None:
         """What is known of coin's balance, or None."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         entry = self._balances.get(coin)
         if not isinstance(entry, str):
             return entry
@@ -334,16 +433,22 @@ class Portfolio:
 
     def log_id(self, coin: str) -> int | None:
         """The newest logId accepted for coin."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         return self._log_ids.get(coin)
 
     def seed_log_ids(self, log_ids: Mapping[str, int]) -> None:
         """Start from logIds persisted by an earlier run, so older pushes stay dropped."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         for coin, log_id in log_ids.items():
             if log_id > self._log_ids.get(coin, -1):
                 self._log_ids[coin] = log_id
 
     def counters(self) -> dict[str, int]:
         """Drop counters for metrics and the summary line."""
+        if self._due_positions or self._due_accounts:
+            self.file_due()
         return {
             "stale_account_pushes": self.stale_account_pushes,
             "duplicate_account_pushes": self.duplicate_account_pushes,

@@ -16,7 +16,7 @@ Pure data structures: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Final
 
@@ -163,9 +163,13 @@ class Ledger:
         """True if the order id names a tracked intent or one filled lately."""
         return order_id in self.by_order_id or order_id in self._done
 
-    def could_claim(self, order_id: int | None) -> bool:
-        """True when a match of order_id may be linked here: a known order, or an UNKNOWN one."""
-        return bool(self.unknown) or (order_id is not None and self.knows(order_id))
+    def could_claim(self, order_ids: Iterable[int | None]) -> bool:
+        """True when a match of one of order_ids may be linked here: a known or UNKNOWN order."""
+        if self.unknown:
+            return True
+        if not self.by_order_id and not self._done:
+            return False
+        return any(order_id is not None and self.knows(order_id) for order_id in order_ids)
 
     def evidence(self, match: MatchRecord) -> LiveOrder | None:
         """The oldest UNKNOWN intent the match agrees with (no longer UNKNOWN), else None."""

@@ -16,10 +16,12 @@ import pytest
 
 from framework import MatchRecord, PositionPush, Strategy
 from framework.backtest.paper import PaperSettings
-from framework.backtest.recording import RecordingReader, scan
-from framework.backtest.replay import ReplayClock, Replayer, Timeline
+from framework.backtest.recording import RecordingReader
+from framework.backtest.replay import Replayer
 from framework.backtest.runner import Backtest, BacktestSettings
+from framework.backtest.scan import scan
 from framework.backtest.synth import SynthSettings, generate
+from framework.backtest.timeline import ReplayClock, Timeline
 from framework.config import parse_config
 from framework.engine.bus import Bus
 from framework.engine.portfolio import Portfolio, push_router

@@ -9,7 +9,7 @@ import pytest
 
 from framework.backtest.paper import NO_PRICE, PAPER_ID_BASE, PaperSettings, PaperVenue
 from framework.backtest.prices import PriceTrack
-from framework.backtest.recording import PricePoint
+from framework.backtest.scan import PricePoint
 from framework.engine.bus import Bus
 from framework.engine.portfolio import Portfolio, push_router
 from framework.venue.errors import ConfigError, VenueError

@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from framework.backtest.recording import PIECE_SIZE, RecordingReader, RestRecord, WsRecord, scan
+from framework.backtest.recording import PIECE_SIZE, RecordingReader, RestRecord, WsRecord
+from framework.backtest.scan import scan
 from framework.backtest.synth import SynthSettings, generate
 from framework.live.recorder import RecordingWriter
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH

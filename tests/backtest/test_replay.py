@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 
 from framework.backtest.recording import RecordingReader
-from framework.backtest.replay import PRICES, SAMPLES, ReplayClock, Replayer, Timeline
+from framework.backtest.replay import Replayer
+from framework.backtest.timeline import PRICES, SAMPLES, ReplayClock, Timeline
 from framework.engine.bus import Bus
 from framework.engine.events import AccountChanged, MatchFilled, PositionChanged
 from framework.engine.portfolio import Portfolio, push_router

@@ -1,0 +1,335 @@
+"""What a backtest learns from a recording: its own orders, time span and prices.
+
+:func:`scan` makes one quick pass before replaying: the recorded node's own orders (from
+batchCreate answers), the matches and positions they made, and every price the recording
+shows (match averagePrice, the openingPrice of new positions). It parses only the lines
+that can hold those, found by substring search (in place, for a plain file mapped in
+memory). With ``prices=False`` it looks only for batchCreate answers when there are none to
+find. :class:`PriceFinder` holds the rule for prices, shared with the replay, which notes
+them on the way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import operator
+from collections.abc import Collection, Iterator
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+import orjson
+
+from framework.backtest.recording import (
+    LINE_ERRORS,
+    RecordingReader,
+    WsRecord,
+    decode_line,
+)
+from framework.venue.peek import (
+    PEEK_ERRORS,
+    MatchHead,
+    PageHead,
+    peek_batch_answer,
+    peek_match_page,
+)
+from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH
+
+__all__ = ["PriceFinder", "PricePoint", "RecordingIndex", "scan"]
+
+
+@attrs.frozen(slots=True)
+class PricePoint:
+    """A price the recording shows for a pair at a time (ms)."""
+
+    ts: int
+    pair: str
+    price: Decimal
+    source: str
+
+    def key(self) -> tuple[int, str]:
+        """The sort key: time, then pair."""
+        return (self.ts, self.pair)
+
+
+@attrs.define
+class RecordingIndex:
+    """What a backtest learns from a recording before replaying it (see :func:`scan`)."""
+
+    first_ts: int | None = None
+    last_ts: int | None = None
+    own_order_ids: set[int] = attrs.field(factory=set)
+    own_match_ids: set[int] = attrs.field(factory=set)
+    own_position_ids: set[int] = attrs.field(factory=set)
+    own_pairs: set[str] = attrs.field(factory=set)
+    price_rows: list[tuple[int, str, Decimal, str]] = attrs.field(factory=list)
+    """Every price found, as (ts, pair, price, source), by time then pair."""
+    prices_scanned: bool = True
+    """False when scan(prices=False) left the prices out."""
+
+    @property
+    def prices(self) -> list[PricePoint]:
+        """The prices found, as PricePoints, by time then pair."""
+        return [PricePoint(*row) for row in self.price_rows]
+
+    @property
+    def has_own_orders(self) -> bool:
+        """True when the recorded node placed orders (batchCreate answers were recorded)."""
+        return bool(self.own_order_ids)
+
+
+_TIME_PAIR: Final = operator.itemgetter(0, 1)
+_BATCH_KEY: Final = BATCH_CREATE_PATH.encode()
+_MATCHES_KEY: Final = MATCHES_PATH.encode()
+_NEW_KEY: Final = b'\\"NEW\\"'
+
+
+class PriceFinder:
+    """The prices a recording shows, by one rule for the scan and the replay.
+
+    Every match of a good match-result answer once, at its first sight: its averagePrice
+    at its createTimeStamp (the record's time when it has none). The openingPrice of every
+    NEW position push at its record's time; rows() adds those with ``always``, or with
+    ``fallback`` only when the recording shows no match at all.
+    """
+
+    def __init__(self) -> None:
+        self.matches: dict[int, MatchHead] = {}
+        """Match id -> the match as first seen (with a price and a pair)."""
+        self.new_positions: list[tuple[int, Any, Any]] = []
+        """(record ts, pair, openingPrice as sent) of NEW position pushes, unchecked."""
+        self.by_pair: dict[str, list[tuple[int, Decimal]]] = {}
+        """Per pair, the (ts, price) of those matches, in the order found."""
+        self._prices: dict[str, Decimal] = {}  # fill prices repeat: each text decoded once
+
+    def page(self, record_ts: int, page: PageHead) -> None:
+        """Take the matches of a match-result answer (a first look at its body)."""
+        if page.code != 200 or not page.data:
+            return
+        matches = self.matches
+        by_pair = self.by_pair
+        known = self._prices
+        for item in page.data:
+            if item.id in matches:
+                continue  # polls answer the newest page again and again: each match once
+            raw = item.average_price
+            price = known.get(raw) if type(raw) is str else None
+            if price is None:
+                price = _dec(raw)
+                if price is not None and type(raw) is str and len(known) < 65536:
+                    known[raw] = price
+            pair = item.symbol
+            if price is None or pair is None:
+                continue
+            ts = item.create_time_stamp
+            if ts is None:
+                ts = record_ts
+            matches[item.id] = item
+            entries = by_pair.get(pair)
+            if entries is None:
+                entries = by_pair[pair] = []
+            entries.append((ts, price))
+
+    def frame(self, record_ts: int, frame: Any) -> None:
+        """Take a parsed WebSocket frame: a NEW position push's openingPrice."""
+        if type(frame) is not dict or frame.get("event") != "api_position":
+            return
+        data = frame.get("data")
+        if type(data) is dict and data.get("changeType") == "NEW":
+            self.new_positions.append((record_ts, data.get("symbol"), data.get("openingPrice")))
+
+    def rows(
+        self, positions: Literal["always", "fallback", "never"]
+    ) -> list[tuple[int, str, Decimal, str]]:
+        """Every price found as (ts, pair, price, source), by time then pair."""
+        rows = [(ts, pair, price, "positions") for ts, pair, price in self._positions(positions)]
+        rows.extend(
+            (ts, pair, price, "matches")
+            for pair, entries in self.by_pair.items()
+            for ts, price in entries
+        )
+        rows.sort(key=_TIME_PAIR)
+        return rows
+
+    def track_pairs(
+        self, positions: Literal["always", "fallback", "never"], sources: Collection[str]
+    ) -> dict[str, list[tuple[int, Decimal]]]:
+        """Per pair, the (ts, price) of rows() whose source is in sources, in the order found.
+
+        Sorted by time (stably), they are rows()'s points of each pair.
+        """
+        out: dict[str, list[tuple[int, Decimal]]] = {}
+        if "positions" in sources:
+            for ts, pair, price in self._positions(positions):
+                out.setdefault(pair, []).append((ts, price))
+        if "matches" in sources:
+            for pair, entries in self.by_pair.items():
+                out[pair] = out.get(pair, []) + entries
+        return out
+
+    def _positions(
+        self, positions: Literal["always", "fallback", "never"]
+    ) -> list[tuple[int, str, Decimal]]:
+        rows = []
+        if positions == "always" or (positions == "fallback" and not self.matches):
+            for ts, pair, raw in self.new_positions:
+                price = _dec(raw)
+                if price is not None and type(pair) is str:
+                    rows.append((ts, pair, price))
+        return rows
+
+
+def scan(
+    path: str | Path,
+    *,
+    positions: Literal["always", "fallback", "never"] = "fallback",
+    prices: bool = True,
+) -> RecordingIndex:
+    """One quick pass: time span, the recorded node's own orders and fills, price points.
+
+    Own orders are the orderIds of recorded batchCreate answers; their matches (entrustId)
+    name own positions (contractPositionId). Prices: every distinct match's averagePrice at
+    its createTimeStamp, and the openingPrice of NEW position pushes at their record time
+    (``always``, or with ``fallback`` only when the recording holds no match at all: the
+    same fills' prices, found by a second pass). Only lines holding those keys are parsed.
+
+    prices=False: when the recording holds no batchCreate answer (found by a substring
+    search, nothing parsed), the index has the time span only and prices_scanned False.
+    """
+    if not prices:
+        index = RecordingIndex(prices_scanned=False)
+        first_line, last_line = _scan_pass(path, [_BATCH_KEY], index, PriceFinder())
+        if not index.own_order_ids:
+            index.first_ts = _ts_of(first_line)
+            index.last_ts = _ts_of(last_line)
+            return index
+    index = RecordingIndex()
+    found = PriceFinder()
+    keys = [_BATCH_KEY, _MATCHES_KEY]
+    if positions == "always":
+        keys.append(_NEW_KEY)
+    first_line, last_line = _scan_pass(path, keys, index, found)
+    if positions == "fallback" and not found.matches:
+        _scan_pass(path, [_NEW_KEY], index, found)
+    index.first_ts = _ts_of(first_line)
+    index.last_ts = _ts_of(last_line)
+    own = index.own_order_ids
+    for match_id, match in found.matches.items():
+        if match.entrust_id is not None and match.entrust_id in own:
+            index.own_match_ids.add(match_id)
+            index.own_pairs.add(match.symbol)  # type: ignore[arg-type]  # kept ones have one
+            if match.contract_position_id is not None:
+                index.own_position_ids.add(match.contract_position_id)
+    index.price_rows = found.rows(positions)
+    return index
+
+
+def _scan_pass(
+    path: str | Path,
+    keys: list[bytes],
+    index: RecordingIndex,
+    found: PriceFinder,
+) -> tuple[bytes | None, bytes]:
+    """Parse the lines holding any of keys; returns the first and last lines of the file."""
+    reader = RecordingReader(path)
+    if not reader.gzip and reader.size:
+        return _scan_mapped(reader.path, keys, index, found)
+    tail = b""
+    first_line: bytes | None = None
+    last_line = b""
+    for chunk in reader.chunks():
+        if tail:
+            chunk = tail + chunk
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            tail = chunk
+            continue
+        tail = chunk[cut + 1 :]
+        if first_line is None:
+            first_line = chunk[: chunk.find(b"\n")]
+        start = chunk.rfind(b"\n", 0, cut)
+        last_line = chunk[start + 1 : cut]
+        for key in keys:
+            for line in _lines_with(chunk, key, cut):
+                _scan_line(line, index, found)
+    if tail.strip():
+        last_line = tail
+        if first_line is None:
+            first_line = tail
+        if any(key in tail for key in keys):
+            _scan_line(tail, index, found)
+    return first_line, last_line
+
+
+def _scan_mapped(
+    path: Path, keys: list[bytes], index: RecordingIndex, found: PriceFinder
+) -> tuple[bytes | None, bytes]:
+    """_scan_pass over a plain file mapped in memory: the searches read it in place."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        end = len(view)
+        newline = view.find(b"\n")
+        first_line = view[: newline if newline >= 0 else end]
+        stop = end - 1 if view[end - 1 : end] == b"\n" else end
+        last_line = view[view.rfind(b"\n", 0, stop) + 1 : stop]
+        for key in keys:
+            for line in _lines_with(view, key, end):
+                _scan_line(line, index, found)
+    return first_line, last_line
+
+
+def _lines_with(chunk: bytes | mmap.mmap, key: bytes, end: int) -> Iterator[bytes]:
+    """The lines of chunk[:end] that contain key, each once."""
+    position = chunk.find(key, 0, end)
+    while position >= 0:
+        start = chunk.rfind(b"\n", 0, position) + 1
+        stop = chunk.find(b"\n", position, end + 1)
+        if stop < 0:
+            stop = end
+        yield chunk[start:stop]
+        position = chunk.find(key, stop, end)
+
+
+def _ts_of(line: bytes | None) -> int | None:
+    if not line:
+        return None
+    try:
+        record = decode_line(line)
+    except LINE_ERRORS:
+        return None
+    return record.ts if type(record.ts) is int else int(record.ts)
+
+
+def _dec(value: Any) -> Decimal | None:
+    if type(value) is not str and type(value) is not int:
+        return None  # None, or a float: not a price the venue sends
+    try:
+        result = Decimal(value)
+    except InvalidOperation:
+        return None
+    return result if result.is_finite() and result > 0 else None
+
+
+def _scan_line(line: bytes, index: RecordingIndex, found: PriceFinder) -> None:
+    try:
+        record = decode_line(line).typed()
+    except LINE_ERRORS:
+        return
+    if isinstance(record, WsRecord):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            found.frame(record.ts, orjson.loads(record.frame))
+        return
+    if record is None:
+        return
+    try:
+        if record.path == BATCH_CREATE_PATH:
+            answer = peek_batch_answer(record.body)
+            if answer.code == 200 and answer.data:
+                index.own_order_ids.update(
+                    o.order_id for o in answer.data if o.order_id is not None
+                )
+        elif record.path == MATCHES_PATH:
+            found.page(record.ts, peek_match_page(record.body))
+    except PEEK_ERRORS:
+        pass  # an answer the replay will count as an error too
