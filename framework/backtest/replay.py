@@ -172,12 +172,17 @@ class Replayer:
         due = timeline.due_at
         lines = rests = accounts = positions = superseded = 0
         bad_before = reader.stats.bad_lines
+
+        def wanted() -> tuple[bool, bool]:
+            # Read again whenever something ran: a callback may subscribe or unsubscribe.
+            return (
+                not deferring or bool(listeners.get(PositionChanged)),
+                not deferring or bool(listeners.get(AccountChanged)),
+            )
+
+        wants_positions, wants_accounts = wanted()
         for batch in reader.record_batches():
             lines += len(batch)
-            # Only a strategy's stop unsubscribes during a replay: a stale True decodes a
-            # push for nobody, never the other way round.
-            wants_positions = not deferring or bool(listeners.get(PositionChanged))
-            wants_accounts = not deferring or bool(listeners.get(AccountChanged))
             for record in batch:
                 ts = record.ts
                 if type(ts) is not int:
@@ -186,6 +191,7 @@ class Replayer:
                     if ts >= due:
                         timeline.run_until(ts, settle)
                         due = timeline.due_at
+                        wants_positions, wants_accounts = wanted()
                     clock.ms = now = ts
                 elif ts < now:
                     stats.time_went_back += 1
@@ -240,6 +246,7 @@ class Replayer:
                 if executor.pending:
                     settle()
                     due = timeline.due_at
+                wants_positions, wants_accounts = wanted()
             if portfolio is not None:
                 portfolio.file_due()
             if progress is not None:

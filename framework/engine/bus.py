@@ -83,9 +83,13 @@ class Bus:
         self._rebuild(event_type)
 
     def unsubscribe(self, event_type: type[Any], handler: Handler) -> None:
-        """Remove one handler of event_type (no error when it is not subscribed)."""
+        """Remove handler from event_type (no error when it is not subscribed).
+
+        Handlers are compared with ==, so ``obj.method`` unsubscribes what ``obj.method``
+        subscribed (each access makes a new bound-method object).
+        """
         subs = self._subs.get(event_type, [])
-        self._subs[event_type] = [s for s in subs if s.handler is not handler]
+        self._subs[event_type] = [s for s in subs if s.handler != handler]
         self._rebuild(event_type)
 
     def on_owner_stopped(self, listener: OwnerStopped) -> None:

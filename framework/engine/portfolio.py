@@ -386,7 +386,7 @@ class Portfolio:
     def apply_balance(
         self, balance: AccountBalance, *, coin: str | None = None, mark: int | None = None
     ) -> bool:
-        """Apply a REST balance unless a push (newer) arrived since mark; True when applied.
+        """Apply a REST balance unless a push (newer) arrived since mark; True when it changed.
 
         Without a mark the snapshot is applied only if no push was ever seen for the coin.
         """

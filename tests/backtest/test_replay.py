@@ -17,47 +17,7 @@ from framework.live.recorder import RecordingWriter
 from framework.twin import wire
 from framework.venue.models import MatchRecord
 from framework.venue.requests import BALANCE_PATH, MATCHES_PATH
-
-
-def position_frame(position_id: int, quantity: str, change: str = "NEW") -> str:
-    return orjson.dumps(
-        {
-            "event": "api_position",
-            "success": True,
-            "data": {
-                "changeType": change,
-                "currentQuantity": quantity,
-                "direction": "LONG",
-                "operateQuantity": quantity,
-                "positionId": position_id,
-                "symbol": "ETH-USD",
-                "canClosedQuantity": quantity,
-                "contractPairId": 1,
-                "positionType": 3,
-                "openingPrice": "2000",
-                "marginAmount": "1",
-                "marginCallAmount": "0",
-            },
-        }
-    ).decode()
-
-
-def account_frame(log_id: int, available: str) -> str:
-    return orjson.dumps(
-        {
-            "event": "api_account",
-            "success": True,
-            "symbol": "USD",
-            "data": {
-                "availableAmount": available,
-                "frozenAmount": "0",
-                "logId": log_id,
-                "operateAmount": "1",
-                "symbol": "USD",
-                "coinId": 1,
-            },
-        }
-    ).decode()
+from tests.venue.frames import account_frame, position_frame
 
 
 def match(match_id: int, entrust_id: int = 7) -> dict[str, Any]:

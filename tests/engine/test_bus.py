@@ -149,3 +149,19 @@ def test_unsubscribe_removes_only_that_handler() -> None:
     bus.unsubscribe(Timer, a)
     bus.publish(Timer("t", "s", AT))
     assert seen == ["b"]
+
+
+def test_a_bound_method_is_unsubscribed_by_the_same_expression() -> None:
+    class Hooks:
+        def __init__(self) -> None:
+            self.seen = 0
+
+        def on_timer(self, event: Timer) -> None:
+            self.seen += 1
+
+    hooks = Hooks()
+    bus = Bus()
+    bus.subscribe(Timer, hooks.on_timer)
+    bus.unsubscribe(Timer, hooks.on_timer)  # a new bound-method object, equal to the first
+    bus.publish(Timer("t", "s", AT))
+    assert (hooks.seen, bus.subscribers(Timer)) == (0, 0)
