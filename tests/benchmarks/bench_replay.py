@@ -14,8 +14,10 @@ framework.backtest.synth, then measures on the same file:
    venue (it listens to position pushes).
 
 It prints lines per second for each and each rate as a share of the baseline (the
-done-when figure, for 3, is 40 %). The scan pass before the replay is included in the
-backtest times. Logging below ERROR is silenced (strategies and the engine log per order).
+done-when figure, for 3, is 40 %). A backtest's time is all of Backtest.run(): the look for
+the recorded node's own orders before the replay, the replay, and the report's figures.
+Logging below ERROR is silenced (strategies and the engine log per order). The baseline
+moves with the page cache from run to run (1.1 to 1.6 s for 1,000,000 pushes here).
 
     python tests/benchmarks/bench_replay.py [--pushes 1000000] [--gzip] [--repeat 3]
 """
