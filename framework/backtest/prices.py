@@ -114,6 +114,7 @@ class PriceTrack:
     @property
     def points(self) -> list[PricePoint]:
         """Every point, by time then pair."""
+        self._ready()
         if self._points is None:
             self._points = [PricePoint(t, pair, price, "track") for t, pair, price in self.rows]
         return self._points

@@ -77,10 +77,13 @@ class ReportCollector:
         *,
         now_ms: Callable[[], int],
         strategies: Sequence[str],
+        skip_quiet: bool = True,
     ) -> None:
         self.paper = paper
         self._now_ms = now_ms
         self.strategies = list(strategies)
+        self.skip_quiet = skip_quiet
+        """Skip a sample that would find what the last one found (False: take every one)."""
         self.statuses: Counter[str] = Counter()
         self.rejected_by_code: Counter[int] = Counter()
         self.fills_by_strategy: Counter[str] = Counter()
@@ -113,7 +116,7 @@ class ReportCollector:
 
     def sample(self, ts: int | None = None) -> None:
         """Record equity, drawdown and exposure now (called on a timer and after each fill)."""
-        if self.quiet:
+        if self.skip_quiet and self.quiet:
             return  # nothing held, nothing changed since the last sample: the same figures
         paper = self.paper
         ts = self._now_ms() if ts is None else ts

@@ -310,7 +310,11 @@ class Backtest:
         for strategy in strategies:
             attach(bus, strategy)
         collector = ReportCollector(
-            bus, paper, now_ms=clock.now_ms, strategies=[s.name for s in strategies]
+            bus,
+            paper,
+            now_ms=clock.now_ms,
+            strategies=[s.name for s in strategies],
+            skip_quiet=self.lazy,
         )
 
         def on_match(match: MatchRecord) -> None:
@@ -362,6 +366,9 @@ class Backtest:
         sampler = timeline.every(settings.equity_sample_ms, sample, first_ms=start, rank=SAMPLES)
         paper.on_change = sampler.resume
         periodic = [timeline.every(interval, poll, first_ms=start + interval), sampler]
+        # What is due by the first record's time runs first: price points dated before it
+        # (a first poll answers older matches) are known when the strategies start.
+        timeline.run_until(clock.ms)
         # The live node's start: snapshots first (here the paper account's), then Started.
         for coin, amount in sorted(paper.initial.items()):
             balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=Decimal(0))

@@ -56,7 +56,7 @@ class ReplayClock:
 
 
 class Timeline:
-    """Callbacks due at virtual times, run in time order (then in the order scheduled)."""
+    """Callbacks due at virtual times, run in time order (then by rank, then as booked)."""
 
     __slots__ = ("_heap", "_seq", "clock", "ran")
 

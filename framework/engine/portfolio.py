@@ -175,7 +175,8 @@ class Portfolio:
         """Lists to append pushes to file to, in order (a replay's fastest way to file).
 
         What waits in them is filed (defer_position_pushes, defer_account_pushes) before
-        anything else this portfolio is asked or told, and by file_due().
+        any method of this portfolio answers or applies anything, and by file_due(); read
+        the drop counters through counters(), which files first.
         """
         return self._due_positions, self._due_accounts
 

@@ -68,13 +68,20 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "external": folder / "external.jsonl",
         "own": folder / "own.jsonl.gz",
         "pushes": folder / "pushes.jsonl",
+        "late start": folder / "late.jsonl",
     }
     generate(out["external"], SynthSettings(pushes=3000, seed=21, mean_gap_ms=100))
     generate(out["own"], SynthSettings(pushes=3000, seed=22, own_orders=True, mean_gap_ms=100))
+    lines = out["external"].read_bytes().splitlines(keepends=True)
     with open(out["pushes"], "wb") as handle:
-        for line in out["external"].read_bytes().splitlines(keepends=True):
+        for line in lines:
             if b'"source":"ws"' in line:
                 handle.write(line)
+    # Starting at a poll that answers older matches: prices dated before the first record.
+    first = next(
+        i for i, line in enumerate(lines) if b"MatchPairList" in line and b"averagePrice" in line
+    )
+    out["late start"].write_bytes(b"".join(lines[first:]))
     return out
 
 
@@ -85,7 +92,7 @@ def results(path: Path, strategies: str, **options: Any) -> dict[str, Any]:
     return result.results
 
 
-@pytest.mark.parametrize("kind", ["external", "own"])
+@pytest.mark.parametrize("kind", ["external", "own", "late start"])
 @pytest.mark.parametrize("fill_price", ["next", "last"])
 def test_a_parked_price_feed_and_paused_sampler_give_the_results_of_eager_ones(
     recordings: dict[str, Path], kind: str, fill_price: str
