@@ -40,18 +40,18 @@ from typing import Final
 
 import attrs
 
+from framework.engine import recovery
 from framework.engine.batching import Batcher, backoff_s
 from framework.engine.client_ids import ClientIdError, ClientIdGenerator
 from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalProtocol, StatusRow
-from framework.engine.reconcile import Batch, EarlyMatches, Ledger, LiveOrder, order_input, revive
+from framework.engine.reconcile import Batch, EarlyMatches, Ledger, LiveOrder, order_input
 from framework.engine.risk import (
     FRAMEWORK_CODES,
     MISSING_FROM_ANSWER,
     NOT_SENT,
-    PENDING_EXPIRED,
     RiskGate,
     is_resting,
 )
@@ -351,31 +351,43 @@ class ExecutionEngine:
         rows: list[StatusRow],
         events: list[OrderUpdate],
     ) -> None:
-        drop = self._ledger.drop
+        self._mark(entries, REJECTED, code, msg, now, rows, events)
         for e in entries:
-            e.status = REJECTED
-            drop(e)
-            if e.booked:
-                self._risk.release(e.order.pair_name, e.order.quantity, e.price)
-                e.booked = False
-            rows.append((REJECTED, None, code, msg, now, e.client_order_id))
-            events.append(
-                OrderUpdate(e.client_order_id, REJECTED, e.strategy, None, code, msg, e.intent)
-            )
+            self._ledger.drop(e)
+            self._unbook(e)
         self._c["orders_rejected"] += len(entries)
 
     def _to_unknown(
         self, entries: list[LiveOrder], now: int, rows: list[StatusRow], events: list[OrderUpdate]
     ) -> None:
-        doubt = self._ledger.doubt
+        self._mark(entries, UNKNOWN, None, None, now, rows, events)
         for e in entries:
-            e.status = UNKNOWN
-            doubt(e, now)
-            rows.append((UNKNOWN, None, None, None, now, e.client_order_id))
-            events.append(
-                OrderUpdate(e.client_order_id, UNKNOWN, e.strategy, None, None, None, e.intent)
-            )
+            self._ledger.doubt(e, now)
         self._c["orders_unknown"] += len(entries)
+
+    @staticmethod
+    def _mark(
+        entries: list[LiveOrder],
+        status: OrderStatus,
+        code: int | None,
+        msg: str | None,
+        now: int,
+        rows: list[StatusRow],
+        events: list[OrderUpdate],
+    ) -> None:
+        """Move entries to status (one with no order id), with their journal rows and events."""
+        for e in entries:
+            e.status = status
+            rows.append((status, None, code, msg, now, e.client_order_id))
+            events.append(
+                OrderUpdate(e.client_order_id, status, e.strategy, None, code, msg, e.intent)
+            )
+
+    def _unbook(self, e: LiveOrder) -> None:
+        """Give back what the risk gate booked for e's order."""
+        if e.booked:
+            self._risk.release(e.order.pair_name, e.order.quantity, e.price)
+            e.booked = False
 
     # -- time ---------------------------------------------------------------------------
 
@@ -390,12 +402,10 @@ class ExecutionEngine:
             return 0
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
+        self._mark(expired, LOST, None, None, now, rows, events)
         for e in expired:
-            e.status = LOST
             ledger.drop(e)
-            if e.booked:
-                self._risk.release(e.order.pair_name, e.order.quantity, e.price)
-                e.booked = False
+            self._unbook(e)
             log.error(
                 "order LOST: %s (strategy %s, %s %s %s @ %s): no answer and no matching fill "
                 "within %.0f s; it may or may not rest on the venue",
@@ -406,10 +416,6 @@ class ExecutionEngine:
                 e.order.quantity,
                 e.order.price if e.order.price is not None else "market",
                 self.settings.unknown_window_s,
-            )
-            rows.append((LOST, None, None, None, now, e.client_order_id))
-            events.append(
-                OrderUpdate(e.client_order_id, LOST, e.strategy, None, None, None, e.intent)
             )
         self._c["orders_lost"] += len(expired)
         self._emit(rows, events)
@@ -523,61 +529,7 @@ class ExecutionEngine:
         Returns how many intents were queued to be sent. Call it after the bus has its
         subscribers (the driver does, when it starts), since it publishes UNKNOWN updates.
         """
-        if self._recovered:
-            return 0
-        self._recovered = True
-        journal = self._journal
-        assert journal is not None
-        now = self._now_ms()
-        max_age = self.settings.pending_max_age_s
-        rows: list[StatusRow] = []
-        events: list[OrderUpdate] = []
-        queued = 0
-        to_unknown: list[LiveOrder] = []
-        ledger = self._ledger
-        for saved in journal.load_open(self._ids.node):
-            if saved.client_order_id in ledger.live:
-                continue  # submitted by this process before recover() ran
-            entry = revive(saved, self._risk.reference_price, self._risk.tracks_exposure)
-            order, price = entry.order, entry.price
-            if saved.intent.client_order_id is not None:
-                self._user_ids.add(saved.client_order_id)
-            if saved.status is PENDING and not saved.sent:
-                if max_age is not None and now - saved.created_ms > max_age * 1000:
-                    entry.booked = False
-                    msg = FRAMEWORK_CODES[PENDING_EXPIRED].format(max_age)
-                    self._reject([entry], PENDING_EXPIRED, msg, now, rows, events)
-                    continue
-                ledger.add(entry)
-                self._batcher.push(entry, now)
-                queued += 1
-            elif saved.status is ACCEPTED:
-                ledger.add(entry)
-                if saved.order_id is not None:
-                    ledger.bind(entry, saved.order_id)
-                entry.booked = entry.booked and is_resting(order)
-            else:  # UNKNOWN, or PENDING sent without an answer: the window starts again now
-                ledger.add(entry)
-                if saved.status is PENDING:
-                    to_unknown.append(entry)
-                else:
-                    ledger.doubt(entry, now)
-            if entry.booked:
-                remaining = order.quantity - entry.filled
-                self._risk.book(order.pair_name, max(remaining, Decimal(0)), price)
-        if to_unknown:
-            log.error(
-                "restart: %d intents were sent without a recorded answer -> UNKNOWN",
-                len(to_unknown),
-            )
-            self._to_unknown(to_unknown, now, rows, events)
-        if queued:
-            log.warning("restart: %d journaled intents never left; sending them now", queued)
-        self._emit(rows, events)
-        self.flush()
-        if queued and self.on_ready is not None:
-            self.on_ready()
-        return queued
+        return recovery.recover(self)
 
     # -- introspection ------------------------------------------------------------------
 

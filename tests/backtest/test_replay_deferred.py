@@ -12,6 +12,7 @@ from framework.engine.bus import Bus
 from framework.engine.events import AccountChanged, PositionChanged
 from framework.engine.portfolio import Portfolio, push_router
 from framework.live.recorder import RecordingWriter
+from tests.engine.portfolio_views import portfolio_state
 from tests.venue.frames import account_frame, position_frame
 
 PAIRS = ("ETH-USD", "BTC-USD")
@@ -56,21 +57,6 @@ class Harness:
 
     def run(self, path: Path) -> ReplayStats:
         return self.replayer.run(RecordingReader(path))
-
-
-def portfolio_view(pf: Portfolio) -> dict[str, Any]:
-    counters = pf.counters()
-    counters.pop("deferred_pushes_malformed")
-    return {
-        "positions": {p: pf.positions(p) for p in PAIRS},
-        "net": {p: pf.net_quantity(p) for p in PAIRS},
-        "position_marks": {p: pf.position_mark(p) for p in PAIRS},
-        "pairs": pf.pairs(),
-        "balances": {c: pf.balance(c) for c in COINS},
-        "log_ids": {c: pf.log_id(c) for c in COINS},
-        "account_marks": {c: pf.account_mark(c) for c in COINS},
-        "counters": counters,
-    }
 
 
 def stats_view(stats: ReplayStats) -> dict[str, int]:
@@ -118,7 +104,7 @@ def test_a_deferred_replay_ends_where_an_eager_one_does(tmp_path: Path) -> None:
         "unknown_events": 1,
         "bad_lines": 1,
     }
-    assert portfolio_view(deferred.portfolio) == portfolio_view(eager.portfolio)
+    assert portfolio_state(deferred.portfolio) == portfolio_state(eager.portfolio)
     assert str(deferred.portfolio.net_quantity("ETH-USD")) == "1.5"
     assert str(deferred.portfolio.net_quantity("BTC-USD")) == "0.25"
     assert str(deferred.portfolio.available("USD")) == "95"
@@ -138,7 +124,7 @@ def test_own_positions_and_coins_are_superseded_the_same_either_way(tmp_path: Pa
     eager_stats, deferred_stats = eager.run(path), deferred.run(path)
     assert stats_view(deferred_stats) == stats_view(eager_stats)
     assert (eager_stats.pushes_superseded, eager_stats.pushes_delivered) == (5, 8)
-    assert portfolio_view(deferred.portfolio) == portfolio_view(eager.portfolio)
+    assert portfolio_state(deferred.portfolio) == portfolio_state(eager.portfolio)
     assert deferred.portfolio.positions("ETH-USD") == ()  # position 1 was the node's own
     assert deferred.portfolio.pairs() == ()
     assert deferred.portfolio.balance("USDT") is None

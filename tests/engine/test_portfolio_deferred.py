@@ -20,6 +20,7 @@ from framework.venue.models import (
     PositionPush,
 )
 from framework.venue.peek import peek_frame
+from tests.engine.portfolio_views import portfolio_state
 from tests.venue.frames import account_frame, position_frame
 
 PAIRS = ("ETH-USD", "BTC-USD")
@@ -49,23 +50,6 @@ def defer(pf: Portfolio, frame: str) -> bool | None:
         return None
     assert data.log_id is not None
     return pf.defer_account_push(data.symbol, data.log_id, frame)
-
-
-def state(pf: Portfolio) -> dict[str, Any]:
-    """Everything a reader can ask the portfolio (reading decodes what was kept)."""
-    counters = pf.counters()
-    counters.pop("deferred_pushes_malformed")
-    return {
-        "positions": {p: pf.positions(p) for p in PAIRS},
-        "net": {p: pf.net_quantity(p) for p in PAIRS},
-        "position_marks": {p: pf.position_mark(p) for p in PAIRS},
-        "pairs": pf.pairs(),
-        "balances": {c: pf.balance(c) for c in COINS},
-        "available": {c: pf.available(c) for c in COINS},
-        "log_ids": {c: pf.log_id(c) for c in COINS},
-        "account_marks": {c: pf.account_mark(c) for c in COINS},
-        "counters": counters,
-    }
 
 
 # ---- the property
@@ -172,8 +156,8 @@ def run_steps(steps: list[tuple[Any, ...]], *, queued: bool) -> None:
             ]
             assert results[0] == results[1]
         else:
-            assert state(deferred) == state(eager)
-    assert state(deferred) == state(eager)
+            assert portfolio_state(deferred) == portfolio_state(eager)
+    assert portfolio_state(deferred) == portfolio_state(eager)
     assert deferred.deferred_pushes_malformed == 0
     assert eager.deferred_pushes_malformed == 0
 
