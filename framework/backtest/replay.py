@@ -1,13 +1,14 @@
 """The replay loop: a recording fed through the live decoders, portfolio and bus on virtual time.
 
 Recorded lines come from the reader as typed records, a piece of the file per call. A
-WebSocket frame gets a first look (:func:`framework.venue.peek.peek_frame`: its event and
-routing fields). When someone listens to that kind of push, the frame goes through the very
-path it took live: :meth:`framework.venue.codec.Codec.decode_frame` then
+WebSocket frame gets a first look (:func:`framework.venue.peek.peek_push`: which push it is
+and its routing fields; anything else, an acknowledgement say, goes the long way at once).
+When someone listens to that kind of push, the frame goes through the very path it took
+live: :meth:`framework.venue.codec.Codec.decode_frame` then
 :func:`framework.engine.portfolio.push_router` (the portfolio, then the bus, then the
-strategies' hooks). When nobody does, the push is filed in the portfolio undecoded
-(:meth:`~framework.engine.portfolio.Portfolio.defer_position_push`), by the same rules, and
-the same codec decodes it only if the portfolio is read; there is no event to publish.
+strategies' hooks). When nobody does, the push joins the portfolio's filing queues
+(:class:`~framework.engine.portfolio.FilingQueues`) undecoded, is filed by the same rules,
+and the same codec decodes it only if the portfolio is read; there is no event to publish.
 
 Recorded match-result pages go through the live poller's paging logic
 (:class:`framework.engine.matches.MatchCursor`), read at a first look
@@ -54,7 +55,13 @@ from framework.engine.portfolio import Portfolio
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import DecodeError, FrameworkError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
-from framework.venue.peek import PEEK_ERRORS, MatchHead, peek_frame, peek_match_page
+from framework.venue.peek import (
+    PEEK_ERRORS,
+    MatchHead,
+    PositionRoute,
+    peek_match_page,
+    peek_push,
+)
 from framework.venue.requests import (
     BALANCE_PATH,
     BATCH_CREATE_PATH,
@@ -136,6 +143,7 @@ class Replayer:
         """The prices the recording shows, found on the way (by the scan's rules)."""
         self.finished = False
         """True once run() has gone through the whole recording."""
+        self._rests = 0
 
     def settle(self) -> None:
         """Let the execution engine send what its strategies just asked for."""
@@ -148,7 +156,40 @@ class Replayer:
     ) -> ReplayStats:
         """Replay every record of reader; progress(bytes read) is called once per batch."""
         stats = self.stats
-        peek = peek_frame
+        portfolio = self._portfolio if self._listeners is not None else None
+        bad_before = reader.stats.bad_lines
+        lines = 0
+        for batch in reader.record_batches():
+            lines += len(batch)
+            self._replay_each(batch, 0, len(batch))
+            if portfolio is not None:
+                portfolio.file_due()  # the queues stay short
+            if progress is not None:
+                progress(reader.stats.bytes_read)
+        for pair in list(self._rounds):
+            self._finish(pair)
+        self.finished = True
+        bad = reader.stats.bad_lines - bad_before  # lines that are not records: the reader's
+        stats.lines += lines + bad
+        stats.bad_lines += bad
+        stats.ws_frames += lines - self._rests
+        self._rests = 0
+        return stats
+
+    def _wanted(self) -> tuple[bool, bool]:
+        """Whether position and account pushes go the live way (someone listens, or no portfolio).
+
+        Read again whenever something ran: a callback may subscribe or unsubscribe.
+        """
+        listeners = self._listeners
+        if listeners is None or self._portfolio is None:
+            return True, True
+        return bool(listeners.get(PositionChanged)), bool(listeners.get(AccountChanged))
+
+    def _replay_each(self, batch: list[LineRecord], start: int, stop: int) -> None:
+        """Replay batch[start:stop] record by record (whatever its pushes and times are)."""
+        stats = self.stats
+        peek = peek_push
         peek_errors = PEEK_ERRORS
         clock = self.clock
         timeline = self.timeline
@@ -156,114 +197,73 @@ class Replayer:
         executor = self._executor
         deliver = self._deliver
         decode = self._decode
-        # Pushes nobody listens to are filed in the portfolio undecoded (with a bus to ask).
-        listeners = self._listeners if self._listeners is not None else {}
-        portfolio = self._portfolio if self._listeners is not None else None
-        # Pushes to file wait in the portfolio's queues: it files them before it is next
-        # asked or told anything, and at the end of each batch here (a bounded queue).
-        deferring = portfolio is not None
-        if portfolio is not None:
-            positions_due, accounts_due = portfolio.filing_queues()
-            file_position, file_account = positions_due.append, accounts_due.append
+        queues = self._portfolio.filing_queues() if self._portfolio is not None else None
         own_positions = self.own_positions
         own_coins = self.own_coins
         new_positions = self.prices.new_positions.append
         now = clock.ms
         due = timeline.due_at
-        lines = rests = accounts = positions = superseded = 0
-        bad_before = reader.stats.bad_lines
-
-        def wanted() -> tuple[bool, bool]:
-            # Read again whenever something ran: a callback may subscribe or unsubscribe.
-            return (
-                not deferring or bool(listeners.get(PositionChanged)),
-                not deferring or bool(listeners.get(AccountChanged)),
-            )
-
-        wants_positions, wants_accounts = wanted()
-        for batch in reader.record_batches():
-            lines += len(batch)
-            for record in batch:
-                ts = record.ts
-                if type(ts) is not int:
-                    ts = int(ts)
-                if ts > now:
-                    if ts >= due:
-                        timeline.run_until(ts, settle)
-                        due = timeline.due_at
-                        wants_positions, wants_accounts = wanted()
-                    clock.ms = now = ts
-                elif ts < now:
-                    stats.time_went_back += 1
-                frame = record.frame
-                if frame is None:
-                    rests += 1
-                    self._rest(record, ts)
+        rests = accounts = positions = superseded = 0
+        wants_positions, wants_accounts = self._wanted()
+        for index in range(start, stop):
+            record = batch[index]
+            ts = record.ts
+            if type(ts) is not int:
+                ts = int(ts)
+            if ts > now:
+                if ts >= due:
+                    timeline.run_until(ts, settle)
                     due = timeline.due_at
+                    wants_positions, wants_accounts = self._wanted()
+                clock.ms = now = ts
+            elif ts < now:
+                stats.time_went_back += 1
+            frame = record.frame
+            if frame is None:
+                rests += 1
+                self._rest(record, ts)
+                due = timeline.due_at
+            else:
+                try:
+                    head = peek(frame)
+                except peek_errors:
+                    # not a push with its routing fields (an ack?): the live decoder says
+                    deliver(decode(frame, ts if record.source == "ws" else None))
                 else:
-                    try:
-                        head = peek(frame)
-                    except peek_errors:
-                        head = None
-                    data = None if head is None else head.data
-                    if data is None or (symbol := data.symbol) is None:
-                        # not a push (an ack?) or a malformed one: the live decoder says
-                        deliver(
-                            decode(frame, ts if head is None and record.source == "ws" else None)
-                        )
-                    elif head.event == "api_position" and data.change_type is not None:  # type: ignore[union-attr]
+                    data = head.data
+                    if type(data) is PositionRoute:
                         if data.change_type == "NEW" and record.source == "ws":
-                            new_positions((ts, symbol, data.opening_price))
+                            new_positions((ts, data.symbol, data.opening_price))
                         if own_positions and data.position_id in own_positions:
                             superseded += 1
                             continue
-                        if wants_positions:
+                        if wants_positions or queues is None:
                             deliver(decode(frame))
                         else:
                             positions += 1
-                            file_position(
-                                (
-                                    symbol,
-                                    data.position_id,
-                                    data.current_quantity,
-                                    data.change_type,
-                                    frame,
-                                )
-                            )
+                            queues.position_routes.append(data)
+                            queues.position_frames.append(frame)
                             continue  # nothing ran: nothing can be pending
-                    elif head.event == "api_account" and data.log_id is not None:  # type: ignore[union-attr]
-                        if own_coins and symbol in own_coins:
+                    else:
+                        if own_coins and data.symbol in own_coins:
                             superseded += 1
                             continue
-                        if wants_accounts:
+                        if wants_accounts or queues is None:
                             deliver(decode(frame))
                         else:
                             accounts += 1
-                            file_account((symbol, data.log_id, frame))
+                            queues.account_routes.append(data)
+                            queues.account_frames.append(frame)
                             continue  # nothing ran: nothing can be pending
-                    else:
-                        deliver(decode(frame))
-                if executor.pending:
-                    settle()
-                    due = timeline.due_at
-                wants_positions, wants_accounts = wanted()
-            if portfolio is not None:
-                portfolio.file_due()
-            if progress is not None:
-                progress(reader.stats.bytes_read)
-            due = timeline.due_at
-        for pair in list(self._rounds):
-            self._finish(pair)
-        self.finished = True
-        bad = reader.stats.bad_lines - bad_before  # lines that are not records: the reader's
-        stats.lines += lines + bad
-        stats.bad_lines += bad
-        stats.ws_frames += lines - rests
+            if executor.pending:
+                settle()
+                due = timeline.due_at
+            wants_positions, wants_accounts = self._wanted()
+        self._rests += rests
         stats.pushes_delivered += positions + accounts
         stats.position_pushes += positions
         stats.account_pushes += accounts
         stats.pushes_superseded += superseded
-        return stats
 
     def _decode(self, frame: str, prices_ts: int | None = None) -> Any:
         """The frame decoded by the live codec; None (counted) for an ack or a bad frame.

@@ -14,9 +14,10 @@ the stream, which can tell them apart from a repeat that follows a lost push.)
 the event only when the push was not dropped, so strategies never see a balance go back.
 
 A replay with nobody listening to pushes files them without decoding them
-(:meth:`Portfolio.defer_position_push`, :meth:`Portfolio.defer_account_push`): the routing
-fields a first look found (:mod:`framework.venue.peek`) decide where a push goes and whether
-it is dropped, by the same rules, and its frame is kept in place of the state. A read decodes
+(:meth:`Portfolio.defer_position_pushes`, :meth:`Portfolio.defer_account_pushes`, or the
+:class:`FilingQueues` filed before the next read): the routing fields a first look found
+(:mod:`framework.venue.peek`) decide where a push goes and whether it is dropped, by the same
+rules, and its frame is kept in place of the state. A read decodes
 what it meets with the live codec, so every read sees what eager application would have
 made. A kept frame that does not decode (an amount that is not a number) is found then: it
 is logged and counted, and its position or balance is unknown from then on (eager
@@ -30,7 +31,7 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import Final, TypeVar
 
 import attrs
@@ -47,12 +48,12 @@ from framework.venue.models import (
     Position,
     PositionPush,
 )
+from framework.venue.peek import AccountRoute, PositionRoute
 
 __all__ = [
-    "AccountFiling",
     "Balance",
+    "FilingQueues",
     "Portfolio",
-    "PositionFiling",
     "PositionState",
     "push_router",
 ]
@@ -62,15 +63,9 @@ _P = TypeVar("_P", PositionPush, AccountPush)
 _ZERO = Decimal(0)
 _CLOSING: Final = frozenset((ChangeType.CLOSE, ChangeType.LIQUIDATE))
 _NONZERO: Final = frozenset("123456789")
-_PAIR: Final = operator.itemgetter(0)
-
-
-_POSITION: Final = operator.itemgetter(0, 1)
-
-PositionFiling = tuple[str, "int | None", "str | None", str, str]
-"""(pair, positionId, currentQuantity, changeType, frame) of an api_position push to file."""
-AccountFiling = tuple[str, int, str]
-"""(coin, logId, frame) of an api_account push to file."""
+_SYMBOL: Final = operator.attrgetter("symbol")
+_POSITION_KEY: Final = operator.attrgetter("symbol", "position_id")
+_LOG_ID: Final = operator.attrgetter("log_id")
 
 log = logging.getLogger("framework.portfolio")
 
@@ -151,11 +146,29 @@ def _position_of_snapshot(pair: str, p: Position) -> PositionState:
     )
 
 
+@attrs.frozen
+class FilingQueues:
+    """Pushes waiting to be filed, in arrival order: each route beside its frame.
+
+    Append to both lists of a kind together (a replay extends them a piece at a time); the
+    portfolio files them before it next answers or applies anything.
+    """
+
+    position_routes: list[PositionRoute] = attrs.field(factory=list)
+    """The routing fields of api_position pushes."""
+    position_frames: list[str] = attrs.field(factory=list)
+    """Their frames, as received."""
+    account_routes: list[AccountRoute] = attrs.field(factory=list)
+    """The routing fields of api_account pushes."""
+    account_frames: list[str] = attrs.field(factory=list)
+    """Their frames, as received."""
+
+
 @attrs.define
 class Portfolio:
     """Positions per pair and balances per coin, as pushes and snapshots tell them."""
 
-    # A str entry is a kept frame (see defer_position_push); reads decode it in place.
+    # A str entry is a kept frame (see defer_position_pushes); reads decode it in place.
     _positions: dict[str, dict[int | None, PositionState | str]] = attrs.field(
         factory=dict, init=False
     )
@@ -168,28 +181,37 @@ class Portfolio:
     snapshots_ignored: int = attrs.field(default=0, init=False)
     position_snapshots_ignored: int = attrs.field(default=0, init=False)
     deferred_pushes_malformed: int = attrs.field(default=0, init=False)
-    _due_positions: list[PositionFiling] = attrs.field(factory=list, init=False)
-    _due_accounts: list[AccountFiling] = attrs.field(factory=list, init=False)
+    _queues: FilingQueues = attrs.field(factory=FilingQueues, init=False)
+    # The queues' routes lists, for the check every method makes first.
+    _due_positions: list[PositionRoute] = attrs.field(init=False)
+    _due_accounts: list[AccountRoute] = attrs.field(init=False)
 
-    def filing_queues(self) -> tuple[list[PositionFiling], list[AccountFiling]]:
-        """Lists to append pushes to file to, in order (a replay's fastest way to file).
+    def __attrs_post_init__(self) -> None:
+        self._due_positions = self._queues.position_routes
+        self._due_accounts = self._queues.account_routes
+
+    def filing_queues(self) -> FilingQueues:
+        """The lists to append pushes to file to, in order (a replay's fastest way to file).
 
         What waits in them is filed (defer_position_pushes, defer_account_pushes) before
         any method of this portfolio answers or applies anything, and by file_due(); read
         the drop counters through counters(), which files first.
         """
-        return self._due_positions, self._due_accounts
+        return self._queues
 
     def file_due(self) -> None:
         """File what waits in the filing queues."""
-        if self._due_positions:
-            due = self._due_positions[:]
-            self._due_positions.clear()
-            self._file_positions(due)
-        if self._due_accounts:
-            due_accounts = self._due_accounts[:]
-            self._due_accounts.clear()
-            self._file_accounts(due_accounts)
+        queues = self._queues
+        if queues.position_routes:
+            routes, frames = queues.position_routes[:], queues.position_frames[:]
+            queues.position_routes.clear()
+            queues.position_frames.clear()
+            self._file_positions(routes, frames)
+        if queues.account_routes:
+            routes_a, frames_a = queues.account_routes[:], queues.account_frames[:]
+            queues.account_routes.clear()
+            queues.account_frames.clear()
+            self._file_accounts(routes_a, frames_a)
 
     # ---- positions
 
@@ -205,42 +227,39 @@ class Portfolio:
         else:
             pair[push.position_id] = _position_of_push(push)
 
-    def defer_position_push(
-        self,
-        pair: str,
-        position_id: int | None,
-        current_quantity: str | None,
-        change_type: str,
-        frame: str,
-    ) -> None:
+    def defer_position_push(self, route: PositionRoute, frame: str) -> None:
         """File an api_position push by its routing fields; its frame is decoded when read.
 
         The same rule as apply_position_push: a zero quantity (or a close without one)
         removes the position, anything else replaces it.
         """
-        self.defer_position_pushes([(pair, position_id, current_quantity, change_type, frame)])
+        self.defer_position_pushes([route], [frame])
 
-    def defer_position_pushes(self, pushes: Sequence[PositionFiling]) -> None:
-        """defer_position_push for each of pushes, in order, at once."""
+    def defer_position_pushes(self, routes: Sequence[PositionRoute], frames: Sequence[str]) -> None:
+        """defer_position_push for each route and its frame, in order, at once."""
         self.file_due()
-        self._file_positions(pushes)
+        self._file_positions(routes, frames)
 
-    def _file_positions(self, pushes: Sequence[PositionFiling]) -> None:
+    def _file_positions(self, routes: Sequence[PositionRoute], frames: Sequence[str]) -> None:
         # Only the last push of a position decides it: what applying them one by one leaves.
-        if not pushes:
+        if len(routes) != len(frames):
+            raise ValueError(f"{len(routes)} position routes for {len(frames)} frames")
+        if not routes:
             return
         marks = self._position_marks
-        for pair, count in Counter(map(_PAIR, pushes)).items():
+        for pair, count in Counter(map(_SYMBOL, routes)).items():
             marks[pair] = marks.get(pair, 0) + count
         books = self._positions
-        for (pair, position_id), (_, _, quantity, change_type, frame) in dict(
-            zip(map(_POSITION, pushes), pushes, strict=True)
+        for (pair, position_id), last in dict(
+            zip(map(_POSITION_KEY, routes), range(len(routes)), strict=True)
         ).items():
             positions = books.get(pair)
             if positions is None:
                 positions = books[pair] = {}
+            route = routes[last]
+            quantity = route.current_quantity
             if quantity is None:
-                closed = change_type in _CLOSING
+                closed = route.change_type in _CLOSING
             else:
                 # A plain decimal whose first digit after any "0" and "." is 1-9 is not zero.
                 lead = quantity.lstrip("0.")
@@ -248,7 +267,7 @@ class Portfolio:
             if closed:
                 positions.pop(position_id, None)
             else:
-                positions[position_id] = frame
+                positions[position_id] = frames[last]
 
     def position_mark(self, pair: str) -> int:
         """A token to take before fetching a position snapshot; see apply_positions."""
@@ -335,34 +354,45 @@ class Portfolio:
         self._balances[push.symbol] = _balance_of_push(push)
         return True
 
-    def defer_account_push(self, coin: str, log_id: int, frame: str) -> bool:
+    def defer_account_push(self, route: AccountRoute, frame: str) -> bool:
         """File an api_account push by coin and logId (same rule); its frame is decoded when read."""
-        return self.defer_account_pushes([(coin, log_id, frame)]) == 1
+        return self.defer_account_pushes([route], [frame]) == 1
 
-    def defer_account_pushes(self, pushes: Sequence[AccountFiling]) -> int:
-        """defer_account_push for each of pushes, in order, at once; how many were taken."""
+    def defer_account_pushes(self, routes: Sequence[AccountRoute], frames: Sequence[str]) -> int:
+        """defer_account_push for each route and its frame, in order, at once; how many were taken."""
         self.file_due()
-        return self._file_accounts(pushes)
+        return self._file_accounts(routes, frames)
 
-    def _file_accounts(self, pushes: Sequence[AccountFiling]) -> int:
-        if not pushes:
+    def _file_accounts(self, routes: Sequence[AccountRoute], frames: Sequence[str]) -> int:
+        if len(routes) != len(frames):
+            raise ValueError(f"{len(routes)} account routes for {len(frames)} frames")
+        if not routes:
             return 0
-        coins = set(map(_PAIR, pushes))
+        coins = set(map(_SYMBOL, routes))
         if len(coins) > 1:
-            return sum(self._file_accounts([p for p in pushes if p[0] == c]) for c in coins)
-        coin = pushes[0][0]
-        ids = [log_id for _, log_id, _ in pushes]
+            taken = 0
+            for coin in sorted(coins):
+                mine = [i for i, route in enumerate(routes) if route.symbol == coin]
+                taken += self._file_accounts([routes[i] for i in mine], [frames[i] for i in mine])
+            return taken
+        coin = routes[0].symbol
+        ids = list(map(_LOG_ID, routes))
         newest = self._log_ids.get(coin)
-        # Each push against the newest logId before it: newer taken, older stale, equal repeated.
-        before = list(accumulate(ids, max, initial=min(ids) - 1 if newest is None else newest))
-        taken = int(sum(map(operator.gt, ids, before)))
-        stale = int(sum(map(operator.lt, ids, before)))
-        self.stale_account_pushes += stale
-        self.duplicate_account_pushes += len(ids) - taken - stale
+        if (newest is None or ids[0] > newest) and all(map(operator.lt, ids, islice(ids, 1, None))):
+            top, taken = len(ids) - 1, len(ids)  # each newer than the one before: all taken
+        else:
+            # Each push against the newest logId before it: newer taken, older stale, equal
+            # repeated.
+            before = list(accumulate(ids, max, initial=min(ids) - 1 if newest is None else newest))
+            taken = int(sum(map(operator.gt, ids, before)))
+            stale = int(sum(map(operator.lt, ids, before)))
+            self.stale_account_pushes += stale
+            self.duplicate_account_pushes += len(ids) - taken - stale
+            top = ids.index(before[-1]) if taken else -1
         if taken:
-            self._log_ids[coin] = before[-1]
+            self._log_ids[coin] = ids[top]
             self._marks[coin] = self._marks.get(coin, 0) + taken
-            self._balances[coin] = pushes[ids.index(before[-1])][2]
+            self._balances[coin] = frames[top]
         return taken
 
     def _take_log_id(self, coin: str, log_id: int) -> bool:

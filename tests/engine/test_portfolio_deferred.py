@@ -9,7 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from framework.engine.portfolio import Portfolio
+from framework.engine.portfolio import FilingQueues, Portfolio
 from framework.venue.codec import DEFAULT_CODEC
 from framework.venue.models import (
     AccountBalance,
@@ -19,7 +19,13 @@ from framework.venue.models import (
     Position,
     PositionPush,
 )
-from framework.venue.peek import peek_frame
+from framework.venue.peek import (
+    AccountRoute,
+    ChangeTypeText,
+    PositionHead,
+    PositionRoute,
+    peek_push,
+)
 from tests.engine.portfolio_views import portfolio_state
 from tests.venue.frames import account_frame, position_frame
 
@@ -37,19 +43,27 @@ def apply_eagerly(pf: Portfolio, frame: str) -> bool | None:
     return pf.apply_account_push(push)
 
 
+def pos(
+    pair: str, position_id: int | None, quantity: str | None, change: ChangeTypeText
+) -> PositionRoute:
+    """The routing fields of a position push."""
+    return PositionRoute(
+        symbol=pair, position_id=position_id, current_quantity=quantity, change_type=change
+    )
+
+
+def acc(coin: str, log_id: int) -> AccountRoute:
+    """The routing fields of an account push."""
+    return AccountRoute(symbol=coin, log_id=log_id)
+
+
 def defer(pf: Portfolio, frame: str) -> bool | None:
     """The replay's path when nobody listens: a first look, then file the frame undecoded."""
-    head = peek_frame(frame)
-    data = head.data
-    assert data is not None and data.symbol is not None
-    if head.event == "api_position":
-        assert data.change_type is not None
-        pf.defer_position_push(
-            data.symbol, data.position_id, data.current_quantity, data.change_type, frame
-        )
+    head = peek_push(frame)
+    if isinstance(head, PositionHead):
+        pf.defer_position_push(head.data, frame)
         return None
-    assert data.log_id is not None
-    return pf.defer_account_push(data.symbol, data.log_id, frame)
+    return pf.defer_account_push(head.data, frame)
 
 
 # ---- the property
@@ -110,18 +124,14 @@ def mark_of(current: int, offset: int | None) -> int | None:
 
 def queue(pf: Portfolio, frame: str) -> None:
     """The replay's fastest path: append to the filing queues, filed when next asked."""
-    head = peek_frame(frame)
-    data = head.data
-    assert data is not None and data.symbol is not None
-    positions, accounts = pf.filing_queues()
-    if head.event == "api_position":
-        assert data.change_type is not None
-        positions.append(
-            (data.symbol, data.position_id, data.current_quantity, data.change_type, frame)
-        )
+    head = peek_push(frame)
+    queues = pf.filing_queues()
+    if isinstance(head, PositionHead):
+        queues.position_routes.append(head.data)
+        queues.position_frames.append(frame)
     else:
-        assert data.log_id is not None
-        accounts.append((data.symbol, data.log_id, frame))
+        queues.account_routes.append(head.data)
+        queues.account_frames.append(frame)
 
 
 def run_steps(steps: list[tuple[Any, ...]], *, queued: bool) -> None:
@@ -189,7 +199,7 @@ def test_queued_pushes_are_filed_before_the_portfolio_is_asked_anything() -> Non
     assert pf.available("USD") == Decimal("30")
     assert (pf.stale_account_pushes, pf.duplicate_account_pushes) == (1, 1)
     assert (pf.log_id("USD"), pf.account_mark("USD")) == (3, 1)
-    assert pf.filing_queues() == ([], [])
+    assert pf.filing_queues() == FilingQueues()
 
 
 # ---- the rules, one at a time
@@ -197,7 +207,7 @@ def test_queued_pushes_are_filed_before_the_portfolio_is_asked_anything() -> Non
 
 def test_a_kept_frame_is_decoded_only_when_read() -> None:
     pf = Portfolio()
-    pf.defer_position_push("ETH-USD", 7, "2", "NEW", position_frame(quantity="2"))
+    pf.defer_position_push(pos("ETH-USD", 7, "2", "NEW"), position_frame(quantity="2"))
     assert pf.position_mark("ETH-USD") == 1
     (state_,) = pf.positions("ETH-USD")
     assert (state_.position_id, state_.is_long, state_.quantity) == (7, True, Decimal("2"))
@@ -208,10 +218,10 @@ def test_a_kept_frame_is_decoded_only_when_read() -> None:
 def test_a_zero_quantity_or_a_close_without_one_removes_the_position() -> None:
     pf = Portfolio()
     for pid in (1, 2, 3):
-        pf.defer_position_push("ETH-USD", pid, "1", "NEW", position_frame(position_id=pid))
-    pf.defer_position_push("ETH-USD", 1, "0.000", "REDUCE", position_frame(position_id=1))
-    pf.defer_position_push("ETH-USD", 2, None, "LIQUIDATE", position_frame(position_id=2))
-    pf.defer_position_push("ETH-USD", 3, None, "INCREASE", position_frame(position_id=3))
+        pf.defer_position_push(pos("ETH-USD", pid, "1", "NEW"), position_frame(position_id=pid))
+    pf.defer_position_push(pos("ETH-USD", 1, "0.000", "REDUCE"), position_frame(position_id=1))
+    pf.defer_position_push(pos("ETH-USD", 2, None, "LIQUIDATE"), position_frame(position_id=2))
+    pf.defer_position_push(pos("ETH-USD", 3, None, "INCREASE"), position_frame(position_id=3))
     assert [p.position_id for p in pf.positions("ETH-USD")] == [3]
     assert pf.deferred_pushes_malformed == 0
 
@@ -220,8 +230,8 @@ def test_a_kept_position_with_a_bad_amount_is_dropped_when_read_and_counted() ->
     pf = Portfolio()
     good = position_frame(position_id=1, quantity="1")
     bad = position_frame(position_id=2, quantity="3", opening_price="abc")
-    pf.defer_position_push("ETH-USD", 1, "1", "NEW", good)
-    pf.defer_position_push("ETH-USD", 2, "3", "NEW", bad)
+    pf.defer_position_push(pos("ETH-USD", 1, "1", "NEW"), good)
+    pf.defer_position_push(pos("ETH-USD", 2, "3", "NEW"), bad)
     assert pf.deferred_pushes_malformed == 0  # nothing is decoded until someone reads
     assert [p.position_id for p in pf.positions("ETH-USD")] == [1]
     assert pf.net_quantity("ETH-USD") == Decimal("1")
@@ -232,8 +242,8 @@ def test_a_kept_position_with_a_bad_amount_is_dropped_when_read_and_counted() ->
 def test_a_pair_whose_only_kept_position_is_bad_is_not_listed() -> None:
     pf = Portfolio()
     bad = position_frame(pair="BTC-USD", quantity="2", direction="UP")
-    pf.defer_position_push("BTC-USD", 7, "2", "NEW", bad)
-    pf.defer_position_push("ETH-USD", 8, "1", "NEW", position_frame(position_id=8))
+    pf.defer_position_push(pos("BTC-USD", 7, "2", "NEW"), bad)
+    pf.defer_position_push(pos("ETH-USD", 8, "1", "NEW"), position_frame(position_id=8))
     assert pf.pairs() == ("ETH-USD",)
     assert pf.positions("BTC-USD") == ()
     assert pf.net_quantity("BTC-USD") == 0
@@ -242,8 +252,8 @@ def test_a_pair_whose_only_kept_position_is_bad_is_not_listed() -> None:
 
 def test_a_kept_frame_of_the_wrong_kind_is_dropped_and_counted() -> None:
     pf = Portfolio()
-    pf.defer_position_push("ETH-USD", 7, "1", "NEW", account_frame(1, "5"))
-    pf.defer_account_push("USD", 3, position_frame())
+    pf.defer_position_push(pos("ETH-USD", 7, "1", "NEW"), account_frame(1, "5"))
+    pf.defer_account_push(acc("USD", 3), position_frame())
     assert pf.positions("ETH-USD") == ()
     assert pf.balance("USD") is None
     assert pf.deferred_pushes_malformed == 2
@@ -251,30 +261,30 @@ def test_a_kept_frame_of_the_wrong_kind_is_dropped_and_counted() -> None:
 
 def test_a_kept_frame_that_is_not_json_is_dropped_and_counted() -> None:
     pf = Portfolio()
-    pf.defer_position_push("ETH-USD", 7, "1", "NEW", '{"event":"api_position",')
+    pf.defer_position_push(pos("ETH-USD", 7, "1", "NEW"), '{"event":"api_position",')
     assert pf.net_quantity("ETH-USD") == 0
     assert pf.deferred_pushes_malformed == 1
 
 
 def test_a_kept_balance_with_a_bad_amount_reads_as_unknown_and_is_counted() -> None:
     pf = Portfolio()
-    assert pf.defer_account_push("USD", 5, account_frame(5, "100"))
+    assert pf.defer_account_push(acc("USD", 5), account_frame(5, "100"))
     assert pf.available("USD") == Decimal("100")
-    assert pf.defer_account_push("USD", 6, account_frame(6, "lots"))
+    assert pf.defer_account_push(acc("USD", 6), account_frame(6, "lots"))
     assert pf.balance("USD") is None
     assert pf.available("USD") is None
     assert pf.deferred_pushes_malformed == 1
     assert pf.log_id("USD") == 6  # the logId was taken when the push was filed
-    assert not pf.defer_account_push("USD", 5, account_frame(5, "100"))
+    assert not pf.defer_account_push(acc("USD", 5), account_frame(5, "100"))
     assert pf.stale_account_pushes == 1
 
 
 def test_deferred_account_pushes_follow_the_log_id_rule() -> None:
     pf = Portfolio()
-    assert pf.defer_account_push("USD", 10, account_frame(10, "100"))
-    assert not pf.defer_account_push("USD", 9, account_frame(9, "50"))
-    assert not pf.defer_account_push("USD", 10, account_frame(10, "60"))
-    assert pf.defer_account_push("USDT", 1, account_frame(1, "7", coin="USDT"))
+    assert pf.defer_account_push(acc("USD", 10), account_frame(10, "100"))
+    assert not pf.defer_account_push(acc("USD", 9), account_frame(9, "50"))
+    assert not pf.defer_account_push(acc("USD", 10), account_frame(10, "60"))
+    assert pf.defer_account_push(acc("USDT", 1), account_frame(1, "7", coin="USDT"))
     assert (pf.stale_account_pushes, pf.duplicate_account_pushes) == (1, 1)
     assert pf.available("USD") == Decimal("100")
     assert pf.available("USDT") == Decimal("7")
@@ -283,13 +293,13 @@ def test_deferred_account_pushes_follow_the_log_id_rule() -> None:
 
 def test_a_snapshot_after_deferred_pushes_compares_with_what_they_made() -> None:
     pf = Portfolio()
-    pf.defer_position_push("ETH-USD", 7, "2", "NEW", position_frame(quantity="2"))
+    pf.defer_position_push(pos("ETH-USD", 7, "2", "NEW"), position_frame(quantity="2"))
     mark = pf.position_mark("ETH-USD")
     same = [Position(id=7, symbol="ETH-USD", is_long=True, quantity=Decimal("2"))]
     assert not pf.apply_positions("ETH-USD", same, mark=mark)  # the kept frame says the same
     (state_,) = pf.positions("ETH-USD")
     assert state_.from_snapshot
-    pf.defer_position_push("ETH-USD", 7, "3", "INCREASE", position_frame(quantity="3"))
+    pf.defer_position_push(pos("ETH-USD", 7, "3", "INCREASE"), position_frame(quantity="3"))
     other = [Position(id=7, symbol="ETH-USD", is_long=False, quantity=Decimal("3"))]
     assert pf.apply_positions("ETH-USD", other, mark=pf.position_mark("ETH-USD"))
     assert pf.net_quantity("ETH-USD") == Decimal("-3")
@@ -298,7 +308,7 @@ def test_a_snapshot_after_deferred_pushes_compares_with_what_they_made() -> None
 def test_a_snapshot_taken_before_a_deferred_push_is_ignored() -> None:
     pf = Portfolio()
     mark = pf.position_mark("ETH-USD")
-    pf.defer_position_push("ETH-USD", 7, "2", "NEW", position_frame(quantity="2"))
+    pf.defer_position_push(pos("ETH-USD", 7, "2", "NEW"), position_frame(quantity="2"))
     stale = [Position(id=7, symbol="ETH-USD", is_long=True, quantity=Decimal("1"))]
     assert not pf.apply_positions("ETH-USD", stale, mark=mark)
     assert pf.net_quantity("ETH-USD") == Decimal("2")
@@ -308,7 +318,7 @@ def test_a_snapshot_taken_before_a_deferred_push_is_ignored() -> None:
 def test_a_snapshot_replacing_a_bad_kept_frame_reports_a_change() -> None:
     pf = Portfolio()
     bad = position_frame(quantity="2", margin="n/a")
-    pf.defer_position_push("ETH-USD", 7, "2", "NEW", bad)
+    pf.defer_position_push(pos("ETH-USD", 7, "2", "NEW"), bad)
     fresh = [Position(id=7, symbol="ETH-USD", is_long=True, quantity=Decimal("2"))]
     assert pf.apply_positions("ETH-USD", fresh, mark=pf.position_mark("ETH-USD"))
     assert pf.deferred_pushes_malformed == 1
@@ -317,7 +327,7 @@ def test_a_snapshot_replacing_a_bad_kept_frame_reports_a_change() -> None:
 
 def test_a_balance_snapshot_after_a_deferred_push_obeys_the_mark() -> None:
     pf = Portfolio()
-    pf.defer_account_push("USD", 4, account_frame(4, "100"))
+    pf.defer_account_push(acc("USD", 4), account_frame(4, "100"))
     snap = AccountBalance(symbol="USD", available_amount=Decimal("100"), frozen_amount=Decimal(0))
     assert not pf.apply_balance(snap)  # no mark: a push was seen
     mark = pf.account_mark("USD")
