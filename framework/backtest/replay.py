@@ -51,7 +51,7 @@ from framework.backtest.scan import PriceFinder
 from framework.backtest.timeline import ReplayClock, Timeline
 from framework.engine.events import AccountChanged, PositionChanged
 from framework.engine.matches import MatchCursor, MatchRound
-from framework.engine.portfolio import Portfolio
+from framework.engine.portfolio import FilingQueues, Portfolio
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import DecodeError, FrameworkError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
@@ -161,7 +161,7 @@ class Replayer:
         lines = 0
         for batch in reader.record_batches():
             lines += len(batch)
-            self._replay_each(batch, 0, len(batch))
+            self._replay_batch(batch)
             if portfolio is not None:
                 portfolio.file_due()  # the queues stay short
             if progress is not None:
@@ -186,8 +186,8 @@ class Replayer:
             return True, True
         return bool(listeners.get(PositionChanged)), bool(listeners.get(AccountChanged))
 
-    def _replay_each(self, batch: list[LineRecord], start: int, stop: int) -> None:
-        """Replay batch[start:stop] record by record (whatever its pushes and times are)."""
+    def _replay_batch(self, batch: list[LineRecord]) -> None:
+        """Replay one batch of records, in order."""
         stats = self.stats
         peek = peek_push
         peek_errors = PEEK_ERRORS
@@ -197,7 +197,11 @@ class Replayer:
         executor = self._executor
         deliver = self._deliver
         decode = self._decode
-        queues = self._portfolio.filing_queues() if self._portfolio is not None else None
+        # (Without a portfolio every push goes the live way: the queues are never used.)
+        queues = self._portfolio.filing_queues() if self._portfolio is not None else FilingQueues()
+        queue_route, queue_frame = queues.position_routes.append, queues.position_frames.append
+        queue_balance, queue_account = queues.account_routes.append, queues.account_frames.append
+        position_route = PositionRoute
         own_positions = self.own_positions
         own_coins = self.own_coins
         new_positions = self.prices.new_positions.append
@@ -205,8 +209,7 @@ class Replayer:
         due = timeline.due_at
         rests = accounts = positions = superseded = 0
         wants_positions, wants_accounts = self._wanted()
-        for index in range(start, stop):
-            record = batch[index]
+        for record in batch:
             ts = record.ts
             if type(ts) is not int:
                 ts = int(ts)
@@ -231,29 +234,29 @@ class Replayer:
                     deliver(decode(frame, ts if record.source == "ws" else None))
                 else:
                     data = head.data
-                    if type(data) is PositionRoute:
+                    if type(data) is position_route:
                         if data.change_type == "NEW" and record.source == "ws":
                             new_positions((ts, data.symbol, data.opening_price))
                         if own_positions and data.position_id in own_positions:
                             superseded += 1
                             continue
-                        if wants_positions or queues is None:
+                        if wants_positions:
                             deliver(decode(frame))
                         else:
                             positions += 1
-                            queues.position_routes.append(data)
-                            queues.position_frames.append(frame)
+                            queue_route(data)
+                            queue_frame(frame)
                             continue  # nothing ran: nothing can be pending
                     else:
                         if own_coins and data.symbol in own_coins:
                             superseded += 1
                             continue
-                        if wants_accounts or queues is None:
+                        if wants_accounts:
                             deliver(decode(frame))
                         else:
                             accounts += 1
-                            queues.account_routes.append(data)
-                            queues.account_frames.append(frame)
+                            queue_balance(data)
+                            queue_account(frame)
                             continue  # nothing ran: nothing can be pending
             if executor.pending:
                 settle()
