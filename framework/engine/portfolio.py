@@ -150,7 +150,7 @@ def _position_of_snapshot(pair: str, p: Position) -> PositionState:
 class FilingQueues:
     """Pushes waiting to be filed, in arrival order: each route beside its frame.
 
-    Append to both lists of a kind together (a replay extends them a piece at a time); the
+    Append to both lists of a kind together (a replay appends push by push); the
     portfolio files them before it next answers or applies anything.
     """
 
