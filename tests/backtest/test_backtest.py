@@ -79,19 +79,7 @@ def test_example_strategies_trade_on_the_paper_venue(own_recording: Path) -> Non
 def test_the_same_inputs_give_a_byte_identical_report(own_recording: Path, tmp_path: Path) -> None:
     outputs = []
     for run_dir in ("a", "b"):
-        assert (
-            backtest_main(
-                [
-                    "-c",
-                    str(write_config(tmp_path)),
-                    "--recording",
-                    str(own_recording),
-                    "--report",
-                    str(tmp_path / run_dir),
-                ]
-            )
-            == 0
-        )
+        assert run_cli(write_config(tmp_path), own_recording, tmp_path / run_dir) == 0
         outputs.append((tmp_path / run_dir / "report.json").read_bytes())
     assert outputs[0] == outputs[1]
     assert b"elapsed" not in outputs[0] and b"per_second" not in outputs[0]
@@ -195,19 +183,7 @@ def test_on_order_and_on_match_reach_the_owner(own_recording: Path) -> None:
 
 
 def test_the_report_html_is_self_contained(own_recording: Path, tmp_path: Path) -> None:
-    assert (
-        backtest_main(
-            [
-                "-c",
-                str(write_config(tmp_path)),
-                "--recording",
-                str(own_recording),
-                "--report",
-                str(tmp_path / "out"),
-            ]
-        )
-        == 0
-    )
+    assert run_cli(write_config(tmp_path), own_recording, tmp_path / "out") == 0
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.count("<svg") >= 4  # equity, positions, a price track per pair
     assert "polyline" in page and "polygon" in page
@@ -220,19 +196,7 @@ def test_the_report_html_is_self_contained(own_recording: Path, tmp_path: Path) 
 def test_the_command_prints_results_and_timing(
     own_recording: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert (
-        backtest_main(
-            [
-                "-c",
-                str(write_config(tmp_path)),
-                "--recording",
-                str(own_recording),
-                "--report",
-                str(tmp_path / "r"),
-            ]
-        )
-        == 0
-    )
+    assert run_cli(write_config(tmp_path), own_recording, tmp_path / "r") == 0
     out = capsys.readouterr().out
     assert "report: " in out and "messages/s" in out and "orders: submitted" in out
 
@@ -294,19 +258,7 @@ def test_the_shipped_sample_backtests_into_a_report(tmp_path: Path) -> None:
     assert sample.stat().st_size < 3_000_000
     _, settings = load_backtest_config(ROOT / "configs" / "backtest.yaml")
     assert settings.recording == "samples/demo.jsonl.gz"
-    assert (
-        backtest_main(
-            [
-                "-c",
-                str(ROOT / "configs" / "backtest.yaml"),
-                "--recording",
-                str(sample),
-                "--report",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
+    assert run_cli(ROOT / "configs" / "backtest.yaml", sample, tmp_path) == 0
     results = orjson.loads((tmp_path / "report.json").read_bytes())
     assert results["fills"]["count"] > 20
     assert set(results["fills"]["by_strategy"]) == {"ladder", "pulse"}
@@ -314,6 +266,13 @@ def test_the_shipped_sample_backtests_into_a_report(tmp_path: Path) -> None:
 
 
 D = __import__("decimal").Decimal
+
+
+def run_cli(config: Path, recording: Path, report: Path) -> int:
+    """`run.py backtest -c config --recording recording --report report`; its exit code."""
+    return backtest_main(
+        ["-c", str(config), "--recording", str(recording), "--report", str(report)]
+    )
 
 
 def write_config(tmp_path: Path, extra: str = "") -> Path:
