@@ -260,7 +260,13 @@ class Backtest:
                     price_rows(scan(recording, positions=positions).price_rows)
                 )
 
-            track = PriceTrack.later(load)
+            def found() -> dict[str, list[tuple[int, Decimal]]] | None:
+                # After the replay, a last mark is read from the prices it found, unsorted.
+                return (
+                    replayer.prices.track_pairs(positions, sources) if replayer.finished else None
+                )
+
+            track = PriceTrack.later(load, found)
         start = index.first_ts or 0
         clock = ReplayClock(start)
         timeline = Timeline(clock)
