@@ -416,14 +416,11 @@ class Replayer:
             stats.matches_superseded += len(found) - len(kept)
             found = kept
         external = self._external
-        if (
-            external is not None
-            and found
-            and all(type(m) is MatchHead for m in found)
-            and external([m.entrust_id for m in found])
-        ):
-            stats.matches_delivered += len(found)
-            found = []
+        if external is not None and found:
+            order_ids = [m.entrust_id for m in found if type(m) is MatchHead]
+            if len(order_ids) == len(found) and external(order_ids):
+                stats.matches_delivered += len(found)
+                found = []
         items: dict[int, Any] | None = None
         for head in found:
             match_id = head.id

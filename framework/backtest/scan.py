@@ -102,7 +102,8 @@ class PriceFinder:
         """(record ts, pair, openingPrice as sent) of NEW position pushes, unchecked."""
         self.by_pair: dict[str, list[tuple[int, Decimal]]] = {}
         """Per pair, the (ts, price) of those matches, in the order found."""
-        self._prices: dict[str, Decimal] = {}  # fill prices repeat: each text decoded once
+        # Fill prices repeat: each text decoded once (keyed by the text; other values miss).
+        self._prices: dict[object, Decimal] = {}
 
     def page(self, record_ts: int, page: PageHead) -> None:
         """Take the matches of a match-result answer (a first look at its body)."""
@@ -110,27 +111,28 @@ class PriceFinder:
             return
         matches = self.matches
         by_pair = self.by_pair
-        known = self._prices
+        known = self._prices  # str keys only: an int or float price is never found there
         for item in page.data:
-            if item.id in matches:
+            match_id = item.id
+            if match_id in matches:
                 continue  # polls answer the newest page again and again: each match once
             raw = item.average_price
-            price = known.get(raw) if type(raw) is str else None
+            price = known.get(raw)
             if price is None:
                 price = _dec(raw)
-                if price is not None and type(raw) is str and len(known) < 65536:
+                if price is None:
+                    continue
+                if type(raw) is str and len(known) < 65536:
                     known[raw] = price
             pair = item.symbol
-            if price is None or pair is None:
+            if pair is None:
                 continue
             ts = item.create_time_stamp
-            if ts is None:
-                ts = record_ts
-            matches[item.id] = item
+            matches[match_id] = item
             entries = by_pair.get(pair)
             if entries is None:
                 entries = by_pair[pair] = []
-            entries.append((ts, price))
+            entries.append((record_ts if ts is None else ts, price))
 
     def frame(self, record_ts: int, frame: Any) -> None:
         """Take a parsed WebSocket frame: a NEW position push's openingPrice."""

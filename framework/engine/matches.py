@@ -60,6 +60,10 @@ class MatchRound(Generic[M]):
             raise RuntimeError("MatchRound.feed after the round is done")
         self.pages += 1
         bound = self.request_id
+        floor = self.floor
+        initialise = self.initialise
+        found = self._found
+        newest = self._newest
         lowest: int | None = None
         reached = False
         for match in page:
@@ -69,16 +73,17 @@ class MatchRound(Generic[M]):
                 continue
             if lowest is None or mid < lowest:
                 lowest = mid
-            if self._newest is None or mid > self._newest:
-                self._newest = mid
-            if self.floor is not None and mid <= self.floor:
+            if newest is None or mid > newest:
+                newest = mid
+            if floor is not None and mid <= floor:
                 reached = True
-            elif not self.initialise:
-                if mid in self._found:
+            elif not initialise:
+                if mid in found:
                     self.ignored += 1
                 else:
-                    self._found[mid] = match
-        if lowest is None or reached or self.initialise:
+                    found[mid] = match
+        self._newest = newest
+        if lowest is None or reached or initialise:
             self.done = True
             return False
         self.request_id = lowest

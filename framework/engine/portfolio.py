@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from itertools import accumulate, islice
@@ -175,7 +174,9 @@ class Portfolio:
     _balances: dict[str, Balance | str] = attrs.field(factory=dict, init=False)
     _log_ids: dict[str, int] = attrs.field(factory=dict, init=False)
     _marks: dict[str, int] = attrs.field(factory=dict, init=False)
+    # Per pair, the count of position pushes (of every pair) at the pair's latest push.
     _position_marks: dict[str, int] = attrs.field(factory=dict, init=False)
+    _position_pushes: int = attrs.field(default=0, init=False)
     stale_account_pushes: int = attrs.field(default=0, init=False)
     duplicate_account_pushes: int = attrs.field(default=0, init=False)
     snapshots_ignored: int = attrs.field(default=0, init=False)
@@ -219,7 +220,8 @@ class Portfolio:
         """Apply an api_position push: its current quantity replaces what was known."""
         if self._due_positions or self._due_accounts:
             self.file_due()
-        self._position_marks[push.symbol] = self._position_marks.get(push.symbol, 0) + 1
+        self._position_pushes += 1
+        self._position_marks[push.symbol] = self._position_pushes
         pair = self._positions.setdefault(push.symbol, {})
         closed = push.change_type in _CLOSING
         if push.current_quantity == _ZERO or (closed and push.current_quantity is None):
@@ -247,8 +249,8 @@ class Portfolio:
         if not routes:
             return
         marks = self._position_marks
-        for pair, count in Counter(map(_SYMBOL, routes)).items():
-            marks[pair] = marks.get(pair, 0) + count
+        base = self._position_pushes
+        self._position_pushes += len(routes)
         books = self._positions
         for (pair, position_id), last in dict(
             zip(map(_POSITION_KEY, routes), range(len(routes)), strict=True)
@@ -256,6 +258,8 @@ class Portfolio:
             positions = books.get(pair)
             if positions is None:
                 positions = books[pair] = {}
+            if marks.get(pair, 0) <= base + last:
+                marks[pair] = base + last + 1
             route = routes[last]
             quantity = route.current_quantity
             if quantity is None:
@@ -270,7 +274,11 @@ class Portfolio:
                 positions[position_id] = frames[last]
 
     def position_mark(self, pair: str) -> int:
-        """A token to take before fetching a position snapshot; see apply_positions."""
+        """A token to take before fetching a position snapshot; see apply_positions.
+
+        It changes with every position push for the pair: the count of position pushes
+        (of any pair) at the pair's latest one.
+        """
         if self._due_positions or self._due_accounts:
             self.file_due()
         return self._position_marks.get(pair, 0)
