@@ -135,9 +135,30 @@ class RecordingReader:
         self.gzip = self.path.name.endswith(".gz")
         self.stats = ReaderStats()
         self.size = self.path.stat().st_size
+        self._mapping: mmap.mmap | None = None
 
     def __repr__(self) -> str:
         return f"RecordingReader({str(self.path)!r})"
+
+    def mapping(self) -> mmap.mmap | None:
+        """A plain, non-empty file mapped in memory (None for gzip or empty), kept open.
+
+        A search over it before the pass (:func:`framework.backtest.scan.scan`) shares the
+        pass's mapping, so the pages are mapped once. The pass closes it when done.
+        """
+        if self.gzip or not self.size:
+            return None
+        if self._mapping is None or self._mapping.closed:
+            with open(self.path, "rb") as handle:
+                self._mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._mapping
+
+    def close(self) -> None:
+        """Close the mapping of the file, if a search left it open (a pass closes its own)."""
+        if self._mapping is not None:
+            with contextlib.suppress(BufferError):  # a piece still held: closed when freed
+                self._mapping.close()
+            self._mapping = None
 
     # ---- bytes
 
@@ -266,8 +287,9 @@ class RecordingReader:
 
     def _mapped_pieces(self) -> Iterator[bytes | memoryview]:
         """_pieces of a plain file mapped in memory: views into the page cache, no copy."""
-        with open(self.path, "rb") as handle:
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        mapped = self.mapping()
+        assert mapped is not None  # a plain, non-empty file
+        self._mapping = None  # this pass owns it now, and closes it
         view = memoryview(mapped)
         try:
             end, start = len(mapped), 0

@@ -238,7 +238,7 @@ class Backtest:
         )
         # Prices are read now only when own orders make the full scan needed anyway; else
         # when the paper venue first needs one (a strategy that never trades never does).
-        index = scan(self.recording, positions=positions, prices=False)
+        index = scan(reader, positions=positions, prices=False)  # one mapping for both
         scanned = time.perf_counter()
 
         def price_rows(rows: list[tuple[int, str, Decimal, str]]) -> list[tuple[int, str, Decimal]]:

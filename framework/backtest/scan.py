@@ -184,7 +184,7 @@ class PriceFinder:
 
 
 def scan(
-    path: str | Path,
+    path: str | Path | RecordingReader,
     *,
     positions: Literal["always", "fallback", "never"] = "fallback",
     prices: bool = True,
@@ -199,10 +199,25 @@ def scan(
 
     prices=False: when the recording holds no batchCreate answer (found by a substring
     search, nothing parsed), the index has the time span only and prices_scanned False.
+
+    Given the RecordingReader that will replay it, the scan searches the reader's mapping of
+    the file (mapped once for both).
     """
+    if isinstance(path, RecordingReader):
+        return _scan(path, positions, prices)
+    reader = RecordingReader(path)
+    try:
+        return _scan(reader, positions, prices)
+    finally:
+        reader.close()
+
+
+def _scan(
+    reader: RecordingReader, positions: Literal["always", "fallback", "never"], prices: bool
+) -> RecordingIndex:
     if not prices:
         index = RecordingIndex(prices_scanned=False)
-        first_line, last_line = _scan_pass(path, [_BATCH_KEY], index, PriceFinder())
+        first_line, last_line = _scan_pass(reader, [_BATCH_KEY], index, PriceFinder())
         if not index.own_order_ids:
             index.first_ts = _ts_of(first_line)
             index.last_ts = _ts_of(last_line)
@@ -212,9 +227,9 @@ def scan(
     keys = [_BATCH_KEY, _MATCHES_KEY]
     if positions == "always":
         keys.append(_NEW_KEY)
-    first_line, last_line = _scan_pass(path, keys, index, found)
+    first_line, last_line = _scan_pass(reader, keys, index, found)
     if positions == "fallback" and not found.matches:
-        _scan_pass(path, [_NEW_KEY], index, found)
+        _scan_pass(reader, [_NEW_KEY], index, found)
     index.first_ts = _ts_of(first_line)
     index.last_ts = _ts_of(last_line)
     own = index.own_order_ids
@@ -229,19 +244,19 @@ def scan(
 
 
 def _scan_pass(
-    path: str | Path,
+    reader: RecordingReader,
     keys: list[bytes],
     index: RecordingIndex,
     found: PriceFinder,
 ) -> tuple[bytes | None, bytes]:
     """Parse the lines holding any of keys; returns the first and last lines of the file."""
-    reader = RecordingReader(path)
-    if not reader.gzip and reader.size:
-        return _scan_mapped(reader.path, keys, index, found)
+    view = reader.mapping()
+    if view is not None:
+        return _scan_mapped(view, keys, index, found)
     tail = b""
     first_line: bytes | None = None
     last_line = b""
-    for chunk in reader.chunks():
+    for chunk in RecordingReader(reader.path).chunks():  # the replay's byte count untouched
         if tail:
             chunk = tail + chunk
         cut = chunk.rfind(b"\n")
@@ -266,18 +281,17 @@ def _scan_pass(
 
 
 def _scan_mapped(
-    path: Path, keys: list[bytes], index: RecordingIndex, found: PriceFinder
+    view: mmap.mmap, keys: list[bytes], index: RecordingIndex, found: PriceFinder
 ) -> tuple[bytes | None, bytes]:
     """_scan_pass over a plain file mapped in memory: the searches read it in place."""
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
-        end = len(view)
-        newline = view.find(b"\n")
-        first_line = view[: newline if newline >= 0 else end]
-        stop = end - 1 if view[end - 1 : end] == b"\n" else end
-        last_line = view[view.rfind(b"\n", 0, stop) + 1 : stop]
-        for key in keys:
-            for line in _lines_with(view, key, end):
-                _scan_line(line, index, found)
+    end = len(view)
+    newline = view.find(b"\n")
+    first_line = view[: newline if newline >= 0 else end]
+    stop = end - 1 if view[end - 1 : end] == b"\n" else end
+    last_line = view[view.rfind(b"\n", 0, stop) + 1 : stop]
+    for key in keys:
+        for line in _lines_with(view, key, end):
+            _scan_line(line, index, found)
     return first_line, last_line
 
 

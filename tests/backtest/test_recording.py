@@ -178,6 +178,22 @@ def test_a_quick_scan_finds_the_own_orders_a_full_one_finds(tmp_path: Path) -> N
         assert len(quick.own_order_ids) == stats.orders > 5
 
 
+@pytest.mark.parametrize("name", ["own.jsonl", "own.jsonl.gz"])
+def test_a_scan_through_the_replays_reader_leaves_its_pass_whole(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    generate(path, SynthSettings(pushes=300, own_orders=True, seed=3))
+    alone = scan(path, prices=False)
+    reader = RecordingReader(path)
+    mapping = reader.mapping()
+    assert scan(reader, prices=False) == alone
+    assert (mapping is None) == name.endswith(".gz")
+    assert reader.mapping() is mapping  # the scan's mapping is the pass's
+    assert reader.stats.bytes_read == 0  # the scan's reading is not the pass's
+    records = list(reader.records())
+    assert records == list(RecordingReader(path).records())
+    assert reader.stats.bytes_read == path.stat().st_size
+
+
 def test_scan_falls_back_to_position_prices_without_matches(tmp_path: Path) -> None:
     source = tmp_path / "all.jsonl"
     generate(source, SynthSettings(pushes=200, seed=5))
