@@ -60,6 +60,7 @@ from framework.venue.peek import (
     MatchHead,
     PositionRoute,
     peek_match_page,
+    peek_opening_price,
     peek_push,
 )
 from framework.venue.requests import (
@@ -236,7 +237,7 @@ class Replayer:
                     data = head.data
                     if type(data) is position_route:
                         if data.change_type == "NEW" and record.source == "ws":
-                            new_positions((ts, data.symbol, data.opening_price))
+                            new_positions((ts, data.symbol, peek_opening_price(frame)))
                         if own_positions and data.position_id in own_positions:
                             superseded += 1
                             continue

@@ -32,6 +32,7 @@ __all__ = [
     "PositionRoute",
     "peek_batch_answer",
     "peek_match_page",
+    "peek_opening_price",
     "peek_push",
 ]
 
@@ -51,8 +52,6 @@ class PositionRoute(msgspec.Struct, frozen=True, rename="camel", gc=False):
     """The position's id."""
     current_quantity: str | None = None
     """The position's quantity after the change, as sent."""
-    opening_price: str | int | float | None = None
-    """The position's opening price, as sent (a price a backtest may use)."""
 
 
 class AccountRoute(msgspec.Struct, frozen=True, rename="camel", gc=False):
@@ -88,6 +87,29 @@ PEEK_ERRORS: Final = (msgspec.DecodeError,)
 peek_push: Final = msgspec.json.Decoder(PositionHead | AccountHead).decode
 """peek_push(frame) is a push's PositionHead or AccountHead; raises one of PEEK_ERRORS for
 anything else (an acknowledgement, an unknown event, a push missing a routing field)."""
+
+
+class _OpeningPrice(msgspec.Struct, frozen=True, rename="camel", gc=False):
+    opening_price: str | int | float | None = None
+
+
+class _PositionPrice(msgspec.Struct, frozen=True, gc=False):
+    data: _OpeningPrice
+
+
+_PEEK_PRICE: Final = msgspec.json.Decoder(_PositionPrice).decode
+
+
+def peek_opening_price(frame: str) -> str | int | float | None:
+    """The openingPrice of a position push's data, as sent (a price a backtest may use).
+
+    Read apart from the routing fields: a backtest wants it of new positions only. None
+    when the frame has none, or none of a usable type.
+    """
+    try:
+        return _PEEK_PRICE(frame).data.opening_price
+    except PEEK_ERRORS:
+        return None
 
 
 class MatchHead(msgspec.Struct, frozen=True, rename="camel", gc=False):

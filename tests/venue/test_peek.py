@@ -14,6 +14,7 @@ from framework.venue.peek import (
     PositionHead,
     PositionRoute,
     peek_match_page,
+    peek_opening_price,
     peek_push,
 )
 
@@ -30,12 +31,21 @@ def test_a_position_push_is_read_by_its_routing_fields() -> None:
     )
     assert isinstance(head, PositionHead)
     assert head.data == PositionRoute(
-        symbol="ETH-USD",
-        change_type="NEW",
-        position_id=7,
-        current_quantity="0.5",
-        opening_price="x",
+        symbol="ETH-USD", change_type="NEW", position_id=7, current_quantity="0.5"
     )
+
+
+@pytest.mark.parametrize(
+    ("price", "expected"),
+    [('"2000.5"', "2000.5"), ("2000", 2000), ("null", None), ('{"a":1}', None), ("absent", None)],
+)
+def test_a_position_push_opening_price_is_read_as_sent(price: str, expected: object) -> None:
+    field = "" if price == "absent" else f',"openingPrice":{price}'
+    frame = (
+        '{"event":"api_position","success":true,"data":{"changeType":"NEW",'
+        f'"currentQuantity":"0.5","positionId":7,"symbol":"ETH-USD"{field}}}}}'
+    )
+    assert peek_opening_price(frame) == expected
 
 
 def test_an_account_push_is_read_by_its_coin_and_log_id() -> None:
