@@ -11,10 +11,12 @@ runs the loop::
 
 Results are bound to intents by clientOrderId, never by position. An intent missing from a
 successful answer is UNKNOWN (or REJECTED 9010 with ``missing_result: rejected``). A whole-call
-refusal rejects every intent of the call with its code, except busy answers (2329, 2331) and
-failures before sending, which are retried with capped exponential backoff and jitter with
-the same clientOrderIds and payloads. A timeout or reset after sending, or an answer that is
-not the envelope, makes the whole call UNKNOWN; it is never retried. An UNKNOWN intent is
+refusal (a code SPEC section 7 lists, or an auth refusal: ``VenueError.refuses``) rejects every
+intent of the call with its code, except busy answers (2329, 2331) and failures before
+sending, which are retried with capped exponential backoff and jitter with the same
+clientOrderIds and payloads. Anything else makes the whole call UNKNOWN and is never retried:
+a timeout or reset after sending, an HTTP status >= 500 (with or without an envelope), a code
+the table does not list, an answer that is not the envelope. An UNKNOWN intent is
 resolved by evidence only (:meth:`ExecutionEngine.attribute`) or becomes LOST after
 ``unknown_window_s``, logged at ERROR.
 
@@ -315,7 +317,7 @@ class ExecutionEngine:
             self._release_early()  # surely not executed: a held match is none of its orders
             return
         self._batcher.done()
-        if isinstance(exc, VenueError):
+        if isinstance(exc, VenueError) and exc.refuses:
             log.warning("batch %d (%d orders) refused: %s", batch.id, len(entries), exc)
             self._reject(entries, exc.code, exc.msg, now, rows, events)
         elif isinstance(exc, SendFailed):

@@ -3,7 +3,8 @@
 ::
 
     FrameworkError                     anything this framework raises on purpose
-    ├── VenueError                     the venue answered with code != 200 (or HTTP 401/403/404)
+    ├── VenueError                     the venue answered with code != 200 (or HTTP 401/403/404);
+    │   │                              a refusal only when ``refuses`` (a listed code or auth)
     │   ├── ParameterError             2001, 2002, 2310, 2312            family "parameter"
     │   ├── BalanceError               2102, 2122, 2123, 2124, 2201      family "balance"
     │   ├── LimitError                 2301-2306, 2317                   family "limit"
@@ -15,12 +16,18 @@
     ├── TransportError                 no venue answer was read
     │   ├── SendFailed                 failed before any byte reached the venue: safe to retry
     │   ├── AmbiguousOutcome           may have reached the venue: never blindly retry
+    │   │   └── ServerFault            HTTP >= 500, whatever the body says: taken or not is unknown
     │   └── BadResponse                an answer that is not the envelope (HTTP error, not JSON)
     ├── DecodeError                    a payload that does not fit its record (names record, field)
     └── ConfigError                    a configuration that cannot run (names path and line)
 
 A venue refusal of one order inside a batch is not an exception: the execution engine turns
 it into an OrderUpdate REJECTED event. Only whole-call failures are raised.
+
+What says an order was *not* taken: only a code SPEC section 7 lists (``CODES``) or an auth
+refusal (401, 403). An HTTP status >= 500 (even with a JSON envelope), a code the table does
+not list, a body that is not the envelope, a timeout or reset after sending: none of these
+says whether the venue executed the call, so the execution engine makes such a batch UNKNOWN.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ __all__ = [
     "LimitError",
     "ParameterError",
     "SendFailed",
+    "ServerFault",
     "TransportError",
     "UnsupportedError",
     "VenueError",
@@ -76,6 +84,11 @@ class VenueError(FrameworkError):
         self.http_status = http_status
         self.sid = sid
         super().__init__(f"venue error {code}: {msg}" + (f" (sid {sid})" if sid else ""))
+
+    @property
+    def refuses(self) -> bool:
+        """True when the answer surely means "not taken": a code of SPEC 7 or an auth refusal."""
+        return self.code in CODES or isinstance(self, AuthError)
 
     @property
     def retryable(self) -> bool:
@@ -151,6 +164,15 @@ class SendFailed(TransportError):
 
 class AmbiguousOutcome(TransportError):
     """The request may have reached the venue (timeout or reset after sending)."""
+
+
+class ServerFault(AmbiguousOutcome):
+    """HTTP status >= 500: the venue failed while or after handling the call; taken or not."""
+
+    def __init__(self, message: str, *, http_status: int, code: int | None = None) -> None:
+        self.http_status = http_status
+        self.code = code
+        super().__init__(message)
 
 
 class BadResponse(TransportError):

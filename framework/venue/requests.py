@@ -20,7 +20,13 @@ import orjson
 
 from framework.venue import models as m
 from framework.venue.codec import DEFAULT_CODEC, Codec, dumps_compact, encode_orders
-from framework.venue.errors import BadResponse, DecodeError, ParameterError, error_for
+from framework.venue.errors import (
+    BadResponse,
+    DecodeError,
+    ParameterError,
+    ServerFault,
+    error_for,
+)
 from framework.venue.signing import Signer
 
 __all__ = [
@@ -204,7 +210,13 @@ def excerpt(body: bytes | str, limit: int = 200) -> str:
 
 
 def parse_envelope(status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> m.Envelope:
-    """Read the envelope of an answer; raise VenueError for code != 200, BadResponse if none."""
+    """Read the envelope of an answer; raise VenueError for code != 200, BadResponse if none.
+
+    An HTTP status >= 500 raises :class:`ServerFault` whatever the body holds (an envelope
+    with an error code included): such an answer does not say whether the call was taken.
+    """
+    if status >= 500:
+        raise _server_fault(status, body)
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -236,6 +248,22 @@ def parse_envelope(status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> m.
             excerpt=excerpt(body),
         )
     return env
+
+
+def _server_fault(status: int, body: bytes) -> ServerFault:
+    code: int | None = None
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        obj = None
+    if type(obj) is dict and type(obj.get("code")) is int:
+        code = obj["code"]
+    return ServerFault(
+        f"HTTP {status}: the venue failed while or after handling the call"
+        f" ({excerpt(body)!r}); it may have executed it",
+        http_status=status,
+        code=code,
+    )
 
 
 def parse_response(path: str, status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> Any:

@@ -21,6 +21,8 @@ from framework.venue.errors import (
     BusyError,
     LimitError,
     SendFailed,
+    ServerFault,
+    VenueError,
     error_for,
 )
 from framework.venue.models import MatchRecord, MatchType, OrderResult
@@ -273,7 +275,14 @@ def test_no_new_batch_is_cut_while_a_retry_waits() -> None:
 
 
 @pytest.mark.parametrize(
-    "exc", [AmbiguousOutcome("read timeout"), BadResponse("HTTP 503", http_status=503)]
+    "exc",
+    [
+        AmbiguousOutcome("read timeout"),
+        BadResponse("HTTP 404", http_status=404),
+        ServerFault("HTTP 500", http_status=500, code=500),
+        ServerFault("HTTP 503 with a 2329 envelope", http_status=503, code=2329),
+        VenueError(500, "Internal Server Error", http_status=200),  # a code SPEC 7 lacks
+    ],
 )
 def test_ambiguous_outcome_is_unknown_and_never_retried(exc: Exception) -> None:
     h = make()

@@ -14,11 +14,11 @@ from framework.live.rest import RestClient
 from framework.venue.errors import (
     AmbiguousOutcome,
     AuthError,
-    BadResponse,
     BusyError,
     LimitError,
     ParameterError,
     SendFailed,
+    ServerFault,
 )
 from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.requests import BALANCE_PATH, BATCH_CREATE_PATH, MATCHES_PATH, POSITIONS_PATH
@@ -151,12 +151,13 @@ async def test_envelope_error_raises_family_with_sid() -> None:
     assert busy.value.retryable
 
 
-async def test_non_json_http_error_is_bad_response_with_excerpt() -> None:
+async def test_html_503_is_a_server_fault_never_a_refusal() -> None:
     async with SigningServer("st_demo", SIGNER.address) as server, client(server) as rest:
         server.mode = "html"
-        with pytest.raises(BadResponse) as err:
-            await rest.balance("USD")
-    assert err.value.http_status == 503 and "Service Unavailable" in err.value.excerpt
+        with pytest.raises(ServerFault) as err:
+            await rest.batch_create([order(1)])
+    assert err.value.http_status == 503 and "Service Unavailable" in str(err.value)
+    assert isinstance(err.value, AmbiguousOutcome)
 
 
 async def test_dropped_connection_after_sending_is_ambiguous() -> None:

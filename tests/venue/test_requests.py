@@ -210,9 +210,45 @@ def test_parse_response_unknown_code_is_still_venue_error() -> None:
 def test_parse_response_non_json_gives_status_and_bounded_excerpt() -> None:
     body = b"<html>" + b"x" * 5000 + b"</html>"
     with pytest.raises(BadResponse) as err:
-        parse_response(BALANCE_PATH, 503, body)
-    assert err.value.http_status == 503 and "503" in str(err.value)
+        parse_response(BALANCE_PATH, 404, body)
+    assert err.value.http_status == 404 and "404" in str(err.value)
     assert len(str(err.value)) < 400
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "code"),
+    [
+        (500, b'{"error":true,"code":500,"msg":"Internal Server Error","data":null}', 500),
+        (503, b'{"error":true,"code":2329,"msg":"busy","data":null,"sid":"9"}', 2329),
+        (503, b"<html>" + b"x" * 5000 + b"</html>", None),
+        (502, b"", None),
+    ],
+)
+def test_parse_response_http_5xx_is_a_server_fault_whatever_the_body(
+    status: int, body: bytes, code: int | None
+) -> None:
+    from framework.venue.errors import AmbiguousOutcome, ServerFault
+
+    with pytest.raises(ServerFault) as err:
+        parse_response(BATCH_CREATE_PATH, status, body)
+    assert isinstance(err.value, AmbiguousOutcome)  # never a refusal
+    assert err.value.http_status == status and err.value.code == code
+    assert str(status) in str(err.value) and len(str(err.value)) < 400
+
+
+def test_only_listed_codes_and_auth_refuse() -> None:
+    from framework.venue.errors import CODES, VenueError
+
+    for code in CODES:
+        with pytest.raises(VenueError) as err:
+            parse_response(BATCH_CREATE_PATH, 200, b'{"error":true,"code":%d,"msg":"x"}' % code)
+        assert err.value.refuses, code
+    with pytest.raises(VenueError) as unlisted:
+        parse_response(BATCH_CREATE_PATH, 200, b'{"error":true,"code":7777,"msg":"odd"}')
+    assert not unlisted.value.refuses
+    with pytest.raises(VenueError) as auth:
+        parse_response(BATCH_CREATE_PATH, 401, b'{"error":true,"code":401,"msg":"Unauthorized"}')
+    assert auth.value.refuses
 
 
 def test_parse_response_401_envelope_is_auth_error() -> None:
