@@ -105,11 +105,18 @@ class AccountConfig:
 
 @attrs.frozen(slots=True, kw_only=True)
 class PollingConfig:
-    """Match-result polling: every match_interval_s per pair; backfill starts from the oldest."""
+    """Match-result polling: every match_interval_s per pair; backfill starts from the oldest.
+
+    Each poll re-reads a window below the newest match delivered, for fills the venue lists
+    late: down to ``reread_ids`` ids below it, or to matches ``reread_age_s`` older than the
+    newest read, whichever comes first (0 turns that bound off; both 0: no window).
+    """
 
     match_interval_s: float = 1.0
     page_size: int = 50
     backfill: bool = False
+    reread_age_s: float = 10.0
+    reread_ids: int = 500
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -290,6 +297,8 @@ def _check(config: Config, out: Problems) -> None:
     out.require(
         1 <= config.polling.page_size <= 100, ("polling", "page_size"), "must be between 1 and 100"
     )
+    out.require(config.polling.reread_age_s >= 0, ("polling", "reread_age_s"), "must be >= 0")
+    out.require(config.polling.reread_ids >= 0, ("polling", "reread_ids"), "must be >= 0")
     out.require(bool(config.strategies), ("strategies",), "at least one strategy is required")
     names: set[str] = set()
     for i, strategy in enumerate(config.strategies):

@@ -60,11 +60,16 @@ class BalanceSynced:
 
 @attrs.frozen(slots=True)
 class MatchFilled:
-    """A new match record; match.client_order_id is set when it fills a known intent."""
+    """A new match record; match.client_order_id is set when it fills a known intent.
+
+    ``candidates``: the in-doubt intents (client order ids) the match may belong to when no
+    single one can be named (see OrderStatus.AMBIGUOUS); empty otherwise.
+    """
 
     match: MatchRecord
     strategy: str | None = None
     external: bool = False
+    candidates: tuple[str, ...] = ()
 
 
 @attrs.frozen(slots=True)
@@ -78,6 +83,10 @@ class OrderUpdate:
     code: int | None = None
     msg: str | None = None
     intent: OrderIntent | None = attrs.field(default=None, repr=False, eq=False)
+    group: tuple[str, ...] = ()
+    """AMBIGUOUS only: every client order id of the same-looking in-doubt group."""
+    group_filled: int | None = None
+    """AMBIGUOUS only: how many orders of the group the venue's matches show filled."""
 
 
 @attrs.frozen(slots=True)

@@ -17,18 +17,25 @@ sending, which are retried with capped exponential backoff and jitter with the s
 clientOrderIds and payloads. Anything else makes the whole call UNKNOWN and is never retried:
 a timeout or reset after sending, an HTTP status >= 500 (with or without an envelope), a code
 the table does not list, an answer that is not the envelope. An UNKNOWN intent is
-resolved by evidence only (:meth:`ExecutionEngine.attribute`) or becomes LOST after
+resolved by evidence only (:meth:`ExecutionEngine.attribute`): a match whose order an answer
+named, or the only in-doubt intent a match agrees with (pair, side, quantity). Where several
+same-looking intents are in doubt, the matches are counted for the group and the group is
+settled by count: every member AMBIGUOUS, with k of n filled (see
+:class:`~framework.engine.reconcile.Ledger`). An intent with no evidence becomes LOST after
 ``unknown_window_s``, logged at ERROR.
 
 A match may be seen before the answer that names its order (the poller runs beside the
 send). One whose entrustId names no known order while a batch is in flight is held, neither
 external nor evidence: ``attribute`` returns None and the engine publishes its MatchFilled
-itself, once, when the answers of the batches in flight when it was seen have been handled.
+itself, once, when the answers of the batches in flight when it was seen have been handled. Held matches, and the
+matches counted for a doubt group, are kept in the journal (same commit as the poller's
+delivered mark), so a kill loses none: :meth:`ExecutionEngine.recover` decides them again.
 
 Transitions publish :class:`~framework.engine.events.OrderUpdate` addressed to the strategy
 that submitted the intent: ACCEPTED, REJECTED or UNKNOWN, then FILLED (every match of the
-order adds up to its quantity, or the evidence that resolved it) or LOST. Submitting is not
-a transition: submit() returns the client order id; there is no PENDING event.
+order adds up to its quantity, or the evidence that resolved it), AMBIGUOUS or LOST.
+Submitting is not a transition: submit() returns the client order id; there is no PENDING
+event.
 """
 
 from __future__ import annotations
@@ -49,7 +56,14 @@ from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalProtocol, StatusRow
-from framework.engine.reconcile import Batch, EarlyMatches, Ledger, LiveOrder, order_input
+from framework.engine.reconcile import (
+    Batch,
+    DoubtGroup,
+    EarlyMatches,
+    Ledger,
+    LiveOrder,
+    order_input,
+)
 from framework.engine.risk import (
     FRAMEWORK_CODES,
     MISSING_FROM_ANSWER,
@@ -74,12 +88,14 @@ COUNTER_NAMES: Final = (
     "orders_risk_rejected",
     "orders_unknown",
     "orders_filled",
+    "orders_ambiguous",
     "orders_lost",
     "batches_sent",
     "retries",
     "matches_linked",
     "matches_external",
     "matches_held",
+    "matches_ambiguous",
 )
 """Every counter :meth:`ExecutionEngine.counters` reports."""
 
@@ -88,6 +104,7 @@ ACCEPTED: Final = OrderStatus.ACCEPTED
 REJECTED: Final = OrderStatus.REJECTED
 UNKNOWN: Final = OrderStatus.UNKNOWN
 FILLED: Final = OrderStatus.FILLED
+AMBIGUOUS: Final = OrderStatus.AMBIGUOUS
 LOST: Final = OrderStatus.LOST
 
 
@@ -394,14 +411,20 @@ class ExecutionEngine:
     # -- time ---------------------------------------------------------------------------
 
     def tick(self) -> int:
-        """Turn UNKNOWN intents older than unknown_window_s into LOST; returns how many."""
+        """End doubt that outlived unknown_window_s: LOST, or AMBIGUOUS for counted groups.
+
+        Returns how many intents ended.
+        """
         ledger = self._ledger
         if not ledger.unknown:
             return 0
         now = self._now_ms()
-        expired = ledger.expired(now - int(self.settings.unknown_window_s * 1000))
+        expired, due = ledger.expired(now - int(self.settings.unknown_window_s * 1000))
+        ended = 0
+        for group in due:
+            ended += self._settle(group, "the window is over")
         if not expired:
-            return 0
+            return ended
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
         self._mark(expired, LOST, None, None, now, rows, events)
@@ -421,16 +444,18 @@ class ExecutionEngine:
             )
         self._c["orders_lost"] += len(expired)
         self._emit(rows, events)
-        return len(expired)
+        return ended + len(expired)
 
     def next_wakeup_ms(self) -> int | None:
         """Milliseconds until next_batch() or tick() may have work; None: only an event can."""
         now = self._now_ms()
         due = self._batcher.next_due_ms(now)
-        doubt_ms = self._ledger.oldest_doubt_ms()
-        if doubt_ms is not None:
-            expiry = max(0, doubt_ms + int(self.settings.unknown_window_s * 1000) - now)
-            due = expiry if due is None else min(due, expiry)
+        if self._ledger.unknown:
+            window_ms = int(self.settings.unknown_window_s * 1000)
+            deadline = self._ledger.next_doubt_deadline_ms(window_ms)
+            if deadline is not None:
+                expiry = max(0, deadline - now)
+                due = expiry if due is None else min(due, expiry)
         return due
 
     # -- evidence -----------------------------------------------------------------------
@@ -439,15 +464,17 @@ class ExecutionEngine:
         """Link a match to its intent by orderId == entrustId, resolving UNKNOWN by evidence.
 
         A match of a known order carries its client_order_id and is addressed to its
-        strategy; one whose entrustId belongs to no known order and that agrees in pair,
-        side and quantity with an UNKNOWN intent resolves the oldest such intent (FILLED with
-        that orderId); any other match is external. The caller publishes the MatchFilled
+        strategy. One whose entrustId belongs to no known order resolves an UNKNOWN intent
+        only when that intent is the one in doubt that agrees in pair, side and quantity;
+        with several such intents it is counted for their group (``candidates`` set, no
+        client_order_id). Any other match is external. The caller publishes the MatchFilled
         returned. None: the match names no known order while a batch is in flight (its
         answer may name it); the engine holds it and publishes its MatchFilled itself later.
         """
         order_id = match.entrust_id
         if order_id is not None and self._early.in_flight and not self._ledger.knows(order_id):
             self._early.hold(match)
+            self._keep(match, delivered=False)
             self._c["matches_held"] += 1
             return None
         return self._decide(match)
@@ -459,30 +486,97 @@ class ExecutionEngine:
         self._c["matches_external"] += len(order_ids)
         return True
 
+    def _keep(self, match: MatchRecord, *, delivered: bool) -> None:
+        """Journal a match the engine cannot settle yet (survives a kill)."""
+        if self._journal is not None:
+            self._journal.keep_match(self._ids.node, match, delivered)
+            self._dirty = True
+
+    def _unkeep(self, match: MatchRecord) -> None:
+        if self._journal is not None:
+            self._journal.drop_match(match.id)
+            self._dirty = True
+
     def _release_early(self) -> None:
         """Decide and publish the held matches an answer (or its absence) now explains."""
         if len(self._early):
             for match in self._early.release(self._ledger.knows):
+                self._unkeep(match)
                 self._publish(self._decide(match))
 
     def _decide(self, match: MatchRecord) -> MatchFilled:
         ledger = self._ledger
         order_id = match.entrust_id
         if order_id is None:
-            entry = None
-        elif (entry := ledger.by_order_id.get(order_id)) is not None:
+            return self._external(match)
+        entry = ledger.by_order_id.get(order_id)
+        if entry is not None:
             self._fill(entry, match)
-        elif (done := ledger.recently_filled(order_id)) is not None:
+            return self._linked(match, entry)
+        link = ledger.recently_done(order_id)
+        if link is not None:
             self._c["matches_linked"] += 1
-            return MatchFilled(attrs.evolve(match, client_order_id=done[0]), done[1], False)
-        elif (entry := ledger.evidence(match)) is not None:
-            self._resolve(entry, match, order_id)
-        if entry is None:
-            self._c["matches_external"] += 1
-            return MatchFilled(match, None, True)
+            coid, strategy, candidates = link
+            if coid is not None:
+                match = attrs.evolve(match, client_order_id=coid)
+            return MatchFilled(match, strategy, False, candidates)
+        group = ledger.claimed.get(order_id)
+        if group is None:
+            group = ledger.group_for(match)
+            if group is None:
+                return self._external(match)
+            if len(group.members) == 1 and not group.claimed:
+                entry = ledger.resolve(group)  # the one intent in doubt it can be: unique
+                self._resolve(entry, match, order_id)
+                return self._linked(match, entry)
+        ledger.claim(group, order_id, match.id)
+        self._keep(match, delivered=True)
+        self._c["matches_ambiguous"] += 1
+        event = MatchFilled(match, group.strategy, False, group.candidates)
+        if group.complete:
+            self._settle(group, "every member is accounted for")
+        return event
+
+    def _external(self, match: MatchRecord) -> MatchFilled:
+        self._c["matches_external"] += 1
+        return MatchFilled(match, None, True)
+
+    def _linked(self, match: MatchRecord, entry: LiveOrder) -> MatchFilled:
         self._c["matches_linked"] += 1
         linked = attrs.evolve(match, client_order_id=entry.client_order_id)
         return MatchFilled(linked, entry.strategy, False)
+
+    def _settle(self, group: DoubtGroup, why: str) -> int:
+        """Settle a doubt group by count: every member AMBIGUOUS, k of n filled."""
+        filled = len(group.claimed)
+        kept = [mid for ids in group.claimed.values() for mid in ids]
+        candidates = group.candidates
+        pair, is_long, quantity = group.key
+        members = self._ledger.settle(group)
+        for e in members:
+            self._unbook(e)
+        if self._journal is not None:
+            for match_id in kept:
+                self._journal.drop_match(match_id)
+        msg = (
+            f"{filled} of {len(members)} same-looking in-doubt orders ({pair}"
+            f" {'long' if is_long else 'short'} {quantity}) filled; which ones is unknowable"
+        )
+        log.warning("doubt group settled by count (%s): %s: %s", why, msg, ", ".join(candidates))
+        now = self._now_ms()
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        for e in members:
+            rows.append((AMBIGUOUS, None, None, msg, now, e.client_order_id))
+            events.append(
+                OrderUpdate(
+                    e.client_order_id, AMBIGUOUS, e.strategy, None, None, msg, e.intent,
+                    candidates, filled,
+                )
+            )  # fmt: skip
+        self._c["orders_ambiguous"] += len(members)
+        self._emit(rows, events)
+        return len(members)
 
     def _fill(self, entry: LiveOrder, match: MatchRecord) -> None:
         quantity = match.quantity or Decimal(0)
@@ -504,7 +598,8 @@ class ExecutionEngine:
         if entry.booked:
             self._risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
         log.warning(
-            "UNKNOWN order %s resolved by evidence: match %d (entrustId %d) -> FILLED",
+            "UNKNOWN order %s resolved by evidence: match %d (entrustId %d), the only in-doubt"
+            " intent it agrees with -> FILLED",
             entry.client_order_id,
             match.id,
             order_id,
@@ -532,6 +627,24 @@ class ExecutionEngine:
         subscribers (the driver does, when it starts), since it publishes UNKNOWN updates.
         """
         return recovery.recover(self)
+
+    def _recover_match(self, match: MatchRecord, delivered: bool) -> None:
+        """A match the journal kept, decided again at restart (see recovery)."""
+        order_id = match.entrust_id
+        ledger = self._ledger
+        if not delivered:  # held for an answer that never came: publish it now
+            self._unkeep(match)
+            self._publish(self._decide(match))
+            return
+        group = ledger.claimed.get(order_id) if order_id is not None else None
+        if group is None:
+            group = ledger.group_for(match)
+        if order_id is None or group is None:
+            self._unkeep(match)  # its group was settled: nothing left to count for
+            return
+        ledger.claim(group, order_id, match.id)
+        if group.complete:
+            self._settle(group, "every member is accounted for")
 
     # -- introspection ------------------------------------------------------------------
 

@@ -13,18 +13,31 @@ __all__ = ["TERMINAL", "MatchType", "OrderIntent", "OrderStatus", "PositionType"
 
 
 class OrderStatus(enum.StrEnum):
-    """The life of an intent: PENDING, then ACCEPTED/REJECTED/UNKNOWN, then FILLED or LOST."""
+    """The life of an intent: PENDING, ACCEPTED/REJECTED/UNKNOWN, FILLED/AMBIGUOUS/LOST.
+
+    AMBIGUOUS ends an UNKNOWN intent that belonged to a group of same-looking in-doubt intents
+    (same pair, side and quantity) when matches of the group were seen: the group's fills are
+    counted (``OrderUpdate.group_filled`` of ``len(OrderUpdate.group)``), but which of its
+    intents filled is unknowable, since a match carries no clientOrderId.
+    """
 
     PENDING = "PENDING"
     ACCEPTED = "ACCEPTED"
     REJECTED = "REJECTED"
     UNKNOWN = "UNKNOWN"
     FILLED = "FILLED"
+    AMBIGUOUS = "AMBIGUOUS"
     LOST = "LOST"
 
 
 TERMINAL = frozenset(
-    {OrderStatus.ACCEPTED, OrderStatus.REJECTED, OrderStatus.FILLED, OrderStatus.LOST}
+    {
+        OrderStatus.ACCEPTED,
+        OrderStatus.REJECTED,
+        OrderStatus.FILLED,
+        OrderStatus.AMBIGUOUS,
+        OrderStatus.LOST,
+    }
 )
 """Statuses after which the execution engine never sends the intent again."""
 

@@ -6,9 +6,13 @@ byte of the batch is sent (never once per intent). :mod:`framework.live.journal`
 it over SQLite; tests and backtests may pass ``None`` (no journal) or an in-memory SQLite one.
 
 An intent's row goes through: added PENDING (unsent) -> marked sent (committed right before
-the send) -> ACCEPTED, REJECTED or UNKNOWN -> FILLED or LOST. A retryable refusal (2329, a
-failure before sending) marks it unsent again. At restart, unsent PENDING rows are sent and
-sent PENDING rows (the answer never came) become UNKNOWN.
+the send) -> ACCEPTED, REJECTED or UNKNOWN -> FILLED, AMBIGUOUS or LOST. A retryable refusal
+(2329, a failure before sending) marks it unsent again. At restart, unsent PENDING rows are
+sent and sent PENDING rows (the answer never came) become UNKNOWN.
+
+The journal also keeps the matches the engine cannot settle yet (held until an answer names
+their order, or counted for a group of same-looking in-doubt intents), written by the same
+commit, so no fill the venue listed is lost to a kill.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import attrs
 
 from framework.engine.client_ids import IdSource
 from framework.engine.intents import OrderIntent, OrderStatus
+from framework.venue.models import MatchRecord
 
 __all__ = ["JournalEntry", "JournalProtocol", "StatusRow"]
 
@@ -83,4 +88,16 @@ class JournalProtocol(IdSource, Protocol):
 
     def load_open(self, owner: str) -> list[JournalEntry]:
         """The owner's PENDING, UNKNOWN and ACCEPTED intents, oldest first."""
+        ...
+
+    def keep_match(self, owner: str, match: MatchRecord, delivered: bool) -> None:
+        """Buffer a match the engine keeps; delivered: its MatchFilled was published."""
+        ...
+
+    def drop_match(self, match_id: int) -> None:
+        """Buffer the end of keeping a match."""
+        ...
+
+    def load_matches(self, owner: str) -> list[tuple[MatchRecord, bool]]:
+        """The owner's kept matches with their delivered flag, in id order."""
         ...

@@ -2,12 +2,25 @@
 
 The venue lists matches newest first and takes ``matchId`` as a strict upper bound (SPEC 4.4).
 A poll round fetches the newest page, then pages backward with ``matchId`` = the smallest id
-seen so far, until a page reaches the newest id already published (the cursor) or comes back
-empty. Paging by id, not by page number, is stable while new matches arrive. The round then
-yields the new matches oldest first, each once, and the cursor moves to the newest of them.
+seen so far. Paging by id, not by page number, is stable while new matches arrive. A short
+page is not taken as the end of history (the venue may cap page sizes below what was asked);
+only an empty page or the end of the window ends a round.
 
-A short page is not taken as the end of history (the venue may cap page sizes below what was
-asked); only an empty page or reaching the cursor ends a round.
+SPEC.md promises no order in which matches become visible: a fill may be listed seconds late,
+after a higher id was already read. So a round does not stop at the high-water mark (the
+newest id delivered): it re-reads a window below it and delivers every match of the window
+it has not delivered yet. The window ends at the first match at or below the high-water mark
+that is ``reread_ids`` ids below it, or whose ``createTimeStamp`` is more than
+``reread_age_ms`` older than the newest match the round read (the venue's clock, not ours;
+a match without a time ends it too); a bound of 0 is not used, and with both 0 there is no
+window: a round stops at the high-water mark;
+matches at or below that point (the window's floor) are never delivered again. Ids delivered
+above the floor are remembered (``seen``), so each match is delivered once; the caller makes
+``seen``, the floor and the high-water mark durable (the live poller's journal).
+
+A round whose newest page lists nothing at or above the high-water mark while the cursor has
+one was answered by a venue that is not the one the cursor knew (a fresh venue twin, say):
+the round says so (``reset``) and starts over as on a first start.
 
 On a first start (no cursor) the round only finds the newest existing id, so history is not
 replayed, unless backfill is asked for; with no history at all the cursor becomes 0.
@@ -15,7 +28,7 @@ replayed, unless backfill is asked for; with no history at all the cursor become
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
@@ -26,11 +39,16 @@ __all__ = ["Identified", "MatchCursor", "MatchRound", "run_round"]
 
 
 class Identified(Protocol):
-    """What a round reads of a match: its id (a MatchRecord, or a replay's first look)."""
+    """What a round reads of a match: its id and time (a MatchRecord, or a replay's look)."""
 
     @property
     def id(self) -> int:
         """The match id."""
+        ...
+
+    @property
+    def create_time_stamp(self) -> int | None:
+        """When it matched, epoch milliseconds (None: unknown)."""
         ...
 
 
@@ -41,18 +59,34 @@ M = TypeVar("M", bound=Identified)
 class MatchRound(Generic[M]):
     """One poll of one pair: feed it pages until it says done, then read new_matches()."""
 
-    floor: int | None
-    """Newest id already published; None when the pair has no cursor yet."""
+    high: int | None
+    """Newest id already delivered (the high-water mark); None when the pair has no cursor."""
+    floor: int | None = None
+    """Ids at or below it are never delivered (older than any window); None: same as high."""
+    seen: Collection[int] = ()
+    """Ids above the floor already delivered."""
+    reread_ids: int = 0
+    reread_age_ms: int = 0
     initialise: bool = False
     """First start without backfill: only learn the newest id, publish nothing."""
     request_id: int | None = attrs.field(default=None, init=False)
     """The matchId of the next page to request (None: the newest page)."""
     done: bool = attrs.field(default=False, init=False)
+    reset: bool = attrs.field(default=False, init=False)
+    """The venue's newest match is below the high-water mark: it is not the venue we knew."""
     pages: int = attrs.field(default=0, init=False)
     ignored: int = attrs.field(default=0, init=False)
     """Records a page returned at or above its own bound, or repeated: venue slips, skipped."""
+    late: int = attrs.field(default=0, init=False)
+    """New matches found below the high-water mark (listed after a higher id was read)."""
     _found: dict[int, M] = attrs.field(factory=dict, init=False)
     _newest: int | None = attrs.field(default=None, init=False)
+    _newest_ms: int | None = attrs.field(default=None, init=False)
+    _stop: int | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.floor is None or (self.high is not None and self.floor > self.high):
+            self.floor = self.high
 
     def feed(self, page: Sequence[M]) -> bool:
         """Take the page fetched with request_id; True when another page is needed."""
@@ -60,11 +94,26 @@ class MatchRound(Generic[M]):
             raise RuntimeError("MatchRound.feed after the round is done")
         self.pages += 1
         bound = self.request_id
-        floor = self.floor
-        initialise = self.initialise
-        found = self._found
-        newest = self._newest
-        lowest: int | None = None
+        if bound is None and self.high is not None and self.high > 0 and not self.initialise:
+            newest = max((m.id for m in page), default=None)
+            if newest is None or newest < self.high:
+                self._start_over()
+        newest_ms = self._newest_ms
+        for match in page:
+            ms = match.create_time_stamp
+            if ms is not None and (bound is None or match.id < bound):
+                newest_ms = ms if newest_ms is None or ms > newest_ms else newest_ms
+        self._newest_ms = newest_ms
+        high, floor, seen, found = self.high, self.floor, self.seen, self._found
+        by_age = self.reread_age_ms > 0
+        age_floor = newest_ms - self.reread_age_ms if by_age and newest_ms is not None else None
+        if high is None:
+            id_floor = None
+        elif self.reread_ids > 0:
+            id_floor = high - self.reread_ids
+        else:  # no window by ids: only by age, or (neither set) none at all
+            id_floor = None if by_age else high
+        newest, lowest, stop = self._newest, None, self._stop
         reached = False
         for match in page:
             mid = match.id
@@ -75,50 +124,120 @@ class MatchRound(Generic[M]):
                 lowest = mid
             if newest is None or mid > newest:
                 newest = mid
-            if floor is not None and mid <= floor:
-                reached = True
-            elif not initialise:
-                if mid in found:
-                    self.ignored += 1
-                else:
-                    found[mid] = match
-        self._newest = newest
-        if lowest is None or reached or initialise:
+            if self.initialise:
+                continue
+            if high is not None and mid <= high:
+                assert floor is not None
+                if mid <= floor:
+                    reached = True
+                    continue
+                ms = match.create_time_stamp
+                if (id_floor is not None and mid <= id_floor) or (
+                    by_age and (ms is None or age_floor is None or ms < age_floor)
+                ):
+                    reached = True
+                    if stop is None or mid > stop:
+                        stop = mid
+                    continue
+                if mid in seen:
+                    continue
+            if mid in found:
+                self.ignored += 1
+            else:
+                found[mid] = match
+        self._newest, self._stop = newest, stop
+        if lowest is None or reached or self.initialise:
             self.done = True
+            if stop is not None:  # the window ends there: nothing at or below it is new
+                for mid in [k for k in found if k <= stop]:
+                    del found[mid]
+            self.late = sum(1 for k in found if high is not None and k <= high)
             return False
         self.request_id = lowest
         return True
 
+    def _start_over(self) -> None:
+        """The venue lists nothing at or above the high-water mark: a first start again."""
+        self.reset = True
+        self.high = self.floor = None
+        self.seen = ()
+        self.initialise = True
+
     def new_matches(self) -> list[M]:
-        """The matches newer than the floor, oldest first, each once."""
+        """The matches not delivered yet, oldest first, each once."""
         return [self._found[k] for k in sorted(self._found)]
 
     def cursor_after(self) -> int | None:
-        """The cursor once every new match is published (None: leave it as it was)."""
+        """The high-water mark once every new match is delivered (None: leave it)."""
         if self.initialise:
             return self._newest if self._newest is not None else 0
-        if self._found:
-            return max(self._found)
-        if self.floor is None:  # backfill over an empty history
+        newest = max(self._found, default=None)
+        if newest is not None and (self.high is None or newest > self.high):
+            return newest
+        if self.high is None:  # backfill over an empty history
             return 0
         return None
+
+    def floor_after(self) -> int | None:
+        """The window's floor once the round is done: ids at or below it are never new."""
+        if self.initialise:
+            return self.cursor_after()
+        if self.high is None:  # backfill: every id read was delivered, the window starts low
+            return 0
+        if self._stop is not None and (self.floor is None or self._stop > self.floor):
+            return self._stop
+        return self.floor
 
 
 @attrs.define
 class MatchCursor:
-    """The newest match id published for one pair, and how to start a round from it."""
+    """One pair's high-water mark, window floor and delivered ids; starts and closes rounds."""
 
     last_id: int | None = None
     backfill: bool = False
+    floor: int | None = None
+    seen: set[int] = attrs.field(factory=set)
+    reread_ids: int = 0
+    reread_age_ms: int = 0
 
     def start(self) -> MatchRound[Any]:
         """A new poll round from the current cursor."""
-        return MatchRound(self.last_id, initialise=self.last_id is None and not self.backfill)
+        return MatchRound(
+            self.last_id,
+            self.floor,
+            self.seen,
+            self.reread_ids,
+            self.reread_age_ms,
+            initialise=self.last_id is None and not self.backfill,
+        )
 
-    def advance(self, match_id: int) -> None:
-        """Record that every match up to match_id was published; never moves backward."""
+    def deliver(self, match_id: int) -> None:
+        """Record that a match was delivered."""
         if self.last_id is None or match_id > self.last_id:
             self.last_id = match_id
+        self.seen.add(match_id)
+
+    def advance(self, match_id: int) -> None:
+        """Move the high-water mark up to match_id (never backward)."""
+        if self.last_id is None or match_id > self.last_id:
+            self.last_id = match_id
+
+    def close(self, rnd: MatchRound[Any]) -> bool:
+        """Apply a finished round (after delivering its matches); True when anything moved."""
+        before = (self.last_id, self.floor, len(self.seen))
+        if rnd.reset:
+            self.last_id = None
+            self.seen.clear()
+        after = rnd.cursor_after()
+        if after is not None:
+            self.advance(after)
+        floor = rnd.floor_after()
+        if floor is None:
+            floor = self.last_id
+        if floor is not None and (self.floor is None or floor > self.floor or rnd.reset):
+            self.floor = floor
+            self.seen.difference_update([i for i in self.seen if i <= floor])
+        return (self.last_id, self.floor, len(self.seen)) != before
 
 
 def run_round(
@@ -126,13 +245,13 @@ def run_round(
 ) -> list[MatchRecord]:
     """Run one round synchronously with fetch(match_id) -> page; returns new matches in order.
 
-    The cursor is advanced to the newest returned match (or set on a first start).
+    Every new match is delivered to the cursor, which is then closed on the round.
     """
     rnd = cursor.start()
     while rnd.feed(fetch(rnd.request_id)):
         pass
     new = rnd.new_matches()
-    after = rnd.cursor_after()
-    if after is not None:
-        cursor.advance(after)
+    for match in new:
+        cursor.deliver(match.id)
+    cursor.close(rnd)
     return new

@@ -1,11 +1,17 @@
 """Who is who: the engine's live intents by clientOrderId and by orderId, and those in doubt.
 
 The :class:`Ledger` is the execution engine's memory of its intents. It binds a venue
-orderId to an intent only through the clientOrderId of an answer, or through evidence: a
-match whose entrustId belongs to no known order and that agrees with an UNKNOWN intent in
-pair, side and quantity resolves the oldest such intent. It also remembers the orderIds of
-orders filled lately, so a late match still names its intent and is never taken for
-evidence about another.
+orderId to an intent only through the clientOrderId of an answer, or through evidence that
+names the intent uniquely. A match record carries no clientOrderId, only the orderId
+(entrustId), so a match of an order nobody named speaks for an UNKNOWN intent only by its
+pair, side and quantity. UNKNOWN intents that agree in those three form a
+:class:`DoubtGroup`: while the group has one member and no match has been counted for it, a
+match that agrees resolves that member (FILLED with the match's orderId); with two or more
+members which one filled is unknowable, so the match's orderId is *claimed by the group*,
+counted, and bound to no intent. The group is settled by count (every member AMBIGUOUS, k of
+n filled) once it has as many claims as members, or once its newest member's window is over.
+The ledger also remembers the orderIds of orders filled or claimed lately, so a late match
+still finds its intent or group and is never taken for evidence about another.
 
 The :class:`EarlyMatches` hold the matches seen before the answer that may name their
 order: the match poller runs beside the send, so the venue may have executed a batch (and a
@@ -29,8 +35,11 @@ from framework.venue.models import MatchRecord, OrderInput
 __all__ = [
     "DONE_MEMORY",
     "Batch",
+    "DoubtGroup",
     "EarlyMatches",
+    "GroupKey",
     "Ledger",
+    "Link",
     "LiveOrder",
     "agrees",
     "order_input",
@@ -116,16 +125,67 @@ def agrees(order: OrderInput, match: MatchRecord) -> bool:
     )
 
 
-class Ledger:
-    """Live intents by client order id and order id; UNKNOWN ones in the order of doubt."""
+GroupKey = tuple[str | None, bool | None, Decimal | None]
+"""(pair, is_long, quantity): what a match and an in-doubt intent must share."""
 
-    __slots__ = ("_done", "_done_limit", "by_order_id", "live", "unknown")
+Link = tuple[str | None, str | None, tuple[str, ...]]
+"""(client_order_id, strategy, candidates) a match of a lately settled order is linked to."""
+
+
+@attrs.define(slots=True, eq=False)
+class DoubtGroup:
+    """UNKNOWN intents of one pair, side and quantity, and the orderIds counted for them."""
+
+    key: GroupKey
+    members: dict[str, LiveOrder] = attrs.field(factory=dict)  # order of doubt
+    claimed: dict[int, list[int]] = attrs.field(factory=dict)  # orderId -> its match ids
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """The members' client order ids, in order of doubt."""
+        return tuple(self.members)
+
+    @property
+    def strategy(self) -> str | None:
+        """The one strategy every member belongs to, else None."""
+        names = {e.strategy for e in self.members.values()}
+        return names.pop() if len(names) == 1 else None
+
+    @property
+    def complete(self) -> bool:
+        """True when every member is accounted for by a claimed order."""
+        return len(self.claimed) >= len(self.members)
+
+    def last_doubt_ms(self) -> int:
+        """When the newest member became UNKNOWN."""
+        return max(e.unknown_since_ms for e in self.members.values())
+
+
+def group_key(order: OrderInput) -> GroupKey:
+    """The doubt-group key of an order."""
+    return (order.pair_name, order.is_long, order.quantity)
+
+
+class Ledger:
+    """Live intents by client order id and order id; UNKNOWN ones in doubt groups."""
+
+    __slots__ = (
+        "_done",
+        "_done_limit",
+        "by_order_id",
+        "claimed",
+        "groups",
+        "live",
+        "unknown",
+    )
 
     def __init__(self, *, done_memory: int = DONE_MEMORY) -> None:
         self.live: dict[str, LiveOrder] = {}  # PENDING, UNKNOWN and ACCEPTED intents
         self.by_order_id: dict[int, LiveOrder] = {}
         self.unknown: dict[str, LiveOrder] = {}  # insertion order = order of doubt
-        self._done: dict[int, tuple[str, str]] = {}
+        self.groups: dict[GroupKey, DoubtGroup] = {}
+        self.claimed: dict[int, DoubtGroup] = {}  # orderId -> the live group that counted it
+        self._done: dict[int, Link] = {}
         self._done_limit = done_memory
 
     def add(self, entry: LiveOrder) -> None:
@@ -141,27 +201,48 @@ class Ledger:
         """The intent's outcome is unknown from now on."""
         entry.unknown_since_ms = now_ms
         self.unknown[entry.client_order_id] = entry
+        key = group_key(entry.order)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = DoubtGroup(key)
+        group.members[entry.client_order_id] = entry
+
+    def _undoubt(self, entry: LiveOrder) -> None:
+        coid = entry.client_order_id
+        if self.unknown.pop(coid, None) is None:
+            return
+        key = group_key(entry.order)
+        group = self.groups.get(key)
+        if group is not None:
+            group.members.pop(coid, None)
+            if not group.members:
+                del self.groups[key]
+                for order_id in group.claimed:
+                    self.claimed.pop(order_id, None)
 
     def drop(self, entry: LiveOrder) -> None:
         """Stop tracking an intent (final); a filled order's id is remembered for a while."""
         coid = entry.client_order_id
         self.live.pop(coid, None)
-        self.unknown.pop(coid, None)
+        self._undoubt(entry)
         if entry.order_id is not None:
             self.by_order_id.pop(entry.order_id, None)
             if entry.status is OrderStatus.FILLED:
-                done = self._done
-                done[entry.order_id] = (coid, entry.strategy)
-                if len(done) > self._done_limit:
-                    del done[next(iter(done))]
+                self._remember(entry.order_id, (coid, entry.strategy, ()))
 
-    def recently_filled(self, order_id: int) -> tuple[str, str] | None:
-        """(client_order_id, strategy) of a lately filled order, else None."""
+    def _remember(self, order_id: int, link: Link) -> None:
+        done = self._done
+        done[order_id] = link
+        if len(done) > self._done_limit:
+            del done[next(iter(done))]
+
+    def recently_done(self, order_id: int) -> Link | None:
+        """What a lately filled or group-settled order's matches are linked to, else None."""
         return self._done.get(order_id)
 
     def knows(self, order_id: int) -> bool:
-        """True if the order id names a tracked intent or one filled lately."""
-        return order_id in self.by_order_id or order_id in self._done
+        """True if the order id names a tracked intent, a live group's claim or a recent one."""
+        return order_id in self.by_order_id or order_id in self.claimed or order_id in self._done
 
     def could_claim(self, order_ids: Iterable[int | None]) -> bool:
         """True when a match of one of order_ids may be linked here: a known or UNKNOWN order."""
@@ -171,30 +252,61 @@ class Ledger:
             return False
         return any(order_id is not None and self.knows(order_id) for order_id in order_ids)
 
-    def evidence(self, match: MatchRecord) -> LiveOrder | None:
-        """The oldest UNKNOWN intent the match agrees with (no longer UNKNOWN), else None."""
-        best: LiveOrder | None = None
-        for entry in self.unknown.values():
-            if agrees(entry.order, match) and (best is None or entry.created_ms < best.created_ms):
-                best = entry
-        if best is not None:
-            del self.unknown[best.client_order_id]
-        return best
+    def group_for(self, match: MatchRecord) -> DoubtGroup | None:
+        """The doubt group whose members agree with the match (pair, side, quantity), if any."""
+        return self.groups.get((match.symbol, match.is_long, match.quantity))
 
-    def expired(self, horizon_ms: int) -> list[LiveOrder]:
-        """UNKNOWN intents in doubt since horizon_ms or earlier, oldest first."""
-        out = []
+    def resolve(self, group: DoubtGroup) -> LiveOrder:
+        """Take the single member of an unclaimed group out of doubt (unique evidence)."""
+        (entry,) = group.members.values()
+        self._undoubt(entry)
+        return entry
+
+    def claim(self, group: DoubtGroup, order_id: int, match_id: int) -> None:
+        """Count a match's order for the group, bound to none of its members."""
+        group.claimed.setdefault(order_id, []).append(match_id)
+        self.claimed[order_id] = group
+
+    def settle(self, group: DoubtGroup) -> list[LiveOrder]:
+        """End the group: its members leave the ledger; its claims are remembered."""
+        members = list(group.members.values())
+        link: Link = (None, group.strategy, group.candidates)
+        for order_id in group.claimed:
+            self.claimed.pop(order_id, None)
+            self._remember(order_id, link)
+        group.claimed = {}
+        for entry in members:
+            entry.status = OrderStatus.AMBIGUOUS
+            self.drop(entry)
+        return members
+
+    def expired(self, horizon_ms: int) -> tuple[list[LiveOrder], list[DoubtGroup]]:
+        """Intents to end as LOST, and claimed groups to settle, at horizon_ms.
+
+        The first: UNKNOWN since horizon_ms or earlier, oldest first, whose group counted no
+        match; the second: groups that counted matches and whose every member is that old.
+        """
+        lost: list[LiveOrder] = []
         for entry in self.unknown.values():
             if entry.unknown_since_ms > horizon_ms:
                 break
-            out.append(entry)
-        return out
+            group = self.groups.get(group_key(entry.order))
+            if group is None or not group.claimed:
+                lost.append(entry)
+        due = [g for g in self.groups.values() if g.claimed and g.last_doubt_ms() <= horizon_ms]
+        return lost, due
 
-    def oldest_doubt_ms(self) -> int | None:
-        """When the longest-standing UNKNOWN intent became UNKNOWN, or None."""
-        for entry in self.unknown.values():
-            return entry.unknown_since_ms
-        return None
+    def next_doubt_deadline_ms(self, window_ms: int) -> int | None:
+        """When the next UNKNOWN intent or claimed group reaches the end of its window."""
+        best: int | None = None
+        for group in self.groups.values():
+            if group.claimed:
+                at = group.last_doubt_ms() + window_ms
+            else:
+                at = min(e.unknown_since_ms for e in group.members.values()) + window_ms
+            if best is None or at < best:
+                best = at
+        return best
 
 
 class EarlyMatches:

@@ -4,7 +4,9 @@
 (whose ``recover()`` calls it), kept apart from the engine's running logic. Unsent PENDING
 intents are sent again (or refused with 9012 when older than ``pending_max_age_s``),
 ACCEPTED ones are tracked again, and the rest (UNKNOWN, or PENDING sent without a recorded
-answer) are UNKNOWN, their window starting again now.
+answer) are UNKNOWN, their window starting again now. Then the matches the journal kept are
+decided again: one held for an answer that never came is published now (as evidence, or
+external), and one already counted for a doubt group is counted again, silently.
 """
 
 from __future__ import annotations
@@ -80,6 +82,15 @@ def recover(engine: ExecutionEngine) -> int:
     if queued:
         log.warning("restart: %d journaled intents never left; sending them now", queued)
     engine._emit(rows, events)
+    kept = journal.load_matches(engine._ids.node)
+    if kept:
+        log.warning(
+            "restart: %d matches kept in the journal (held for an answer, or counted for a"
+            " doubt group) are decided again",
+            len(kept),
+        )
+    for match, delivered in kept:
+        engine._recover_match(match, delivered)
     engine.flush()
     if queued and engine.on_ready is not None:
         engine.on_ready()

@@ -9,6 +9,13 @@ its cost hardly grows with the number of intents; the log is folded into the ``i
 (one row per intent, the state recovery and tools read) when the journal is opened, closed,
 read, or when the executor is idle and the log has grown. Cursor writes commit at once.
 
+Matches the engine keeps (held until an answer names their order, or counted for a group of
+same-looking in-doubt intents) are rows of ``kept_matches``, written in the same commit as
+the intent writes, so a fill the venue listed survives a kill. The match poller's window
+(newest id delivered, the window's floor, ids delivered above it) is ``match_cursors``,
+``match_windows`` and ``seen_matches``; :meth:`Journal.mark_match_seen` commits the buffered
+writes and the delivered id in one transaction.
+
 Durability: ``synchronous=NORMAL`` (the default) survives a killed process, which is what
 the engine's never-send-twice rule relies on; ``FULL`` also survives a power cut, at the
 cost of a disk flush per commit. Several processes may share one journal: id blocks are
@@ -31,7 +38,9 @@ import orjson
 from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry, StatusRow
-from framework.venue.models import MatchType, PositionType
+from framework.venue.codec import decode as decode_record
+from framework.venue.codec import encode as encode_record
+from framework.venue.models import MatchRecord, MatchType, PositionType
 
 __all__ = ["Journal"]
 
@@ -78,6 +87,16 @@ CREATE TABLE IF NOT EXISTS log (
     filled BLOB
 );
 CREATE TABLE IF NOT EXISTS match_cursors (pair TEXT PRIMARY KEY, match_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS match_windows (pair TEXT PRIMARY KEY, floor INTEGER);
+CREATE TABLE IF NOT EXISTS seen_matches (
+    pair TEXT NOT NULL, match_id INTEGER NOT NULL, PRIMARY KEY (pair, match_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kept_matches (
+    match_id INTEGER PRIMARY KEY,
+    owner TEXT NOT NULL,
+    delivered INTEGER NOT NULL,
+    record BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS log_ids (coin TEXT PRIMARY KEY, log_id INTEGER NOT NULL);
 """
 
@@ -95,6 +114,7 @@ _UPDATE: Final = (
     " updated_ms = ? WHERE client_order_id = ?"
 )
 _FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
+_SEEN: Final = "SELECT match_id FROM seen_matches WHERE pair = ?"
 _LOAD: Final = (
     "SELECT client_order_id, strategy, pair, is_long, quantity, price, is_market, lever,"
     " match_type, position_type, user_id, tag, status, sent, order_id, code, msg, filled,"
@@ -113,6 +133,8 @@ class Journal:
         self._marks: list[tuple[int, str]] = []
         self._updates: list[StatusRow] = []
         self._filled: list[tuple[str, str]] = []
+        # match id -> kept row, or None to forget it; the last write of an id wins
+        self._kept: dict[int, tuple[int, str, int, bytes] | None] = {}
         self._user_ids: set[str] = set()  # ids strategies chose, added by this process
         self._tag: str | None = None
         self.commits = 0
@@ -235,26 +257,76 @@ class Journal:
         """Buffer the matched quantity of an intent."""
         self._filled.append((str(filled), client_order_id))
 
+    def keep_match(self, owner: str, match: MatchRecord, delivered: bool) -> None:
+        """Buffer a match the engine keeps (held, or counted for a group)."""
+        record = orjson.dumps(encode_record(match))
+        self._kept[match.id] = (match.id, owner, 1 if delivered else 0, record)
+
+    def drop_match(self, match_id: int) -> None:
+        """Buffer the end of keeping a match."""
+        self._kept[match_id] = None
+
+    def load_matches(self, owner: str) -> list[tuple[MatchRecord, bool]]:
+        """The owner's kept matches and whether each was delivered, in id order."""
+        self.commit()
+        return [
+            (decode_record(MatchRecord, orjson.loads(record)), bool(delivered))
+            for record, delivered in self._conn.execute(
+                "SELECT record, delivered FROM kept_matches WHERE owner = ? ORDER BY match_id",
+                (owner,),
+            )
+        ]
+
     def commit(self) -> None:
         """Make every buffered change durable: one log row, one transaction."""
+        if self._kept:
+            self._transaction(())
+        elif self._log_row():  # one statement in autocommit mode is one transaction
+            self.commits += 1
+
+    def _log_row(self) -> bool:
+        """Write the buffered intent changes as one log row (no transaction of its own)."""
         if not (self._adds or self._marks or self._updates or self._filled):
-            return
+            return False
         row = (
             orjson.dumps(self._adds) if self._adds else None,
             orjson.dumps(self._marks) if self._marks else None,
             orjson.dumps(self._updates) if self._updates else None,
             orjson.dumps(self._filled) if self._filled else None,
         )
-        # One statement in autocommit mode is one transaction.
         self._conn.execute(
             "INSERT INTO log (adds, marks, updates, filled) VALUES (?, ?, ?, ?)", row
         )
-        self.commits += 1
         self.log_rows += 1
         self._adds.clear()
         self._marks.clear()
         self._updates.clear()
         self._filled.clear()
+        return True
+
+    def _transaction(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
+        """Commit what is buffered and statements in one transaction."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._log_row()
+            for match_id, row in self._kept.items():
+                if row is None:
+                    conn.execute("DELETE FROM kept_matches WHERE match_id = ?", (match_id,))
+                else:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO kept_matches (match_id, owner, delivered, record)"
+                        " VALUES (?, ?, ?, ?)",
+                        row,
+                    )
+            for sql, params in statements:
+                conn.execute(sql, params)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._kept.clear()
+        self.commits += 1
 
     def compact(self, limit: int | None = None) -> int:
         """Fold the log (of every process sharing the file) into the intents table.
@@ -387,20 +459,47 @@ class Journal:
     # -- cursors ------------------------------------------------------------------------
 
     def get_match_cursor(self, pair: str) -> int | None:
-        """The newest match id already published for a pair, or None."""
+        """The newest match id already delivered for a pair, or None."""
         row = self._conn.execute(
             "SELECT match_id FROM match_cursors WHERE pair = ?", (pair,)
         ).fetchone()
         return None if row is None else int(row[0])
 
+    def load_match_window(self, pair: str) -> tuple[int | None, int | None, set[int]]:
+        """(newest id delivered, window floor, ids delivered above the floor) of a pair."""
+        conn = self._conn
+        row = conn.execute("SELECT floor FROM match_windows WHERE pair = ?", (pair,)).fetchone()
+        seen = {i for (i,) in conn.execute(_SEEN, (pair,))}
+        return self.get_match_cursor(pair), None if row is None else row[0], seen
+
+    def mark_match_seen(self, pair: str, match_id: int) -> None:
+        """Commit what is buffered and that match_id of pair was delivered, in one transaction."""
+        self._transaction(
+            (
+                ("INSERT OR IGNORE INTO seen_matches (pair, match_id) VALUES (?, ?)",
+                 (pair, match_id)),
+                ("INSERT INTO match_cursors (pair, match_id) VALUES (?, ?) ON CONFLICT (pair)"
+                 " DO UPDATE SET match_id = max(match_id, excluded.match_id)", (pair, match_id)),
+            )
+        )  # fmt: skip
+
+    def save_match_window(self, pair: str, high: int, floor: int | None) -> None:
+        """Persist a pair's newest id and window floor; forget delivered ids outside them."""
+        low = high if floor is None else floor
+        self._transaction(
+            (
+                ("INSERT INTO match_cursors (pair, match_id) VALUES (?, ?) ON CONFLICT (pair)"
+                 " DO UPDATE SET match_id = excluded.match_id", (pair, high)),
+                ("INSERT INTO match_windows (pair, floor) VALUES (?, ?) ON CONFLICT (pair)"
+                 " DO UPDATE SET floor = excluded.floor", (pair, floor)),
+                ("DELETE FROM seen_matches WHERE pair = ? AND (match_id <= ? OR match_id > ?)",
+                 (pair, low, high)),
+            )
+        )  # fmt: skip
+
     def set_match_cursor(self, pair: str, match_id: int) -> None:
-        """Store the newest published match id of a pair (committed at once)."""
-        self.commit()
-        self._conn.execute(
-            "INSERT INTO match_cursors (pair, match_id) VALUES (?, ?)"
-            " ON CONFLICT (pair) DO UPDATE SET match_id = excluded.match_id",
-            (pair, match_id),
-        )
+        """Store the newest delivered match id of a pair, with no window (committed at once)."""
+        self.save_match_window(pair, match_id, None)
 
     def get_log_id(self, coin: str) -> int | None:
         """The newest account logId seen for a coin, or None."""

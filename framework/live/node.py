@@ -259,6 +259,8 @@ class Node:
             on_match=self._on_match,
             backfill=config.polling.backfill,
             on_state=self._on_poller_state,
+            reread_ids=config.polling.reread_ids,
+            reread_age_s=config.polling.reread_age_s,
         )
         resync = RestResync(
             rest,

@@ -4,12 +4,18 @@ Every ``interval_s`` an apscheduler interval job polls one pair (``max_instances
 ``coalesce``, so a slow poll is never run twice at once and missed runs collapse into one);
 a per-pair lock also serialises the job with :meth:`MatchPoller.poll_now`, the immediate poll
 a resync asks for. The paging decisions are :class:`framework.engine.matches.MatchCursor`'s:
-newest page first, then backward by ``matchId`` until the newest id already published.
+newest page first, then backward by ``matchId`` through a window below the newest id
+delivered (``reread_ids``, ``reread_age_s``), because the venue may list a match late, after
+a higher id.
 
-New matches are handed to ``on_match`` oldest first; the cursor is persisted through the
-:class:`CursorStore` (the Journal) after each one, so a restart publishes nothing twice and
-misses nothing. On a first start the cursor is set at the newest existing match, unless
-``backfill`` asks for the whole history.
+New matches are handed to ``on_match`` oldest first. After each one its id is made durable
+through the :class:`CursorStore` (the Journal), in the same commit as whatever the engine
+buffered for it (a fill, or a match it holds until an answer names its order), so a restart
+delivers nothing twice and misses nothing: a match is re-read and delivered after a restart
+only when the process died between handing it over and that commit. On a first start the
+cursor is set at the newest existing match, unless ``backfill`` asks for the whole history. A
+venue whose newest match is below the stored cursor is not the venue the journal knew (a
+fresh venue twin behind a kept journal): one warning, and the pair starts over there.
 """
 
 from __future__ import annotations
@@ -37,11 +43,19 @@ class CursorStore(Protocol):
     """Where match cursors survive restarts (framework.live.journal.Journal is one)."""
 
     def get_match_cursor(self, pair: str) -> int | None:
-        """The newest match id published for pair, or None on a first start."""
+        """The newest match id delivered for pair, or None on a first start."""
         ...
 
-    def set_match_cursor(self, pair: str, match_id: int) -> None:
-        """Persist the newest match id published for pair."""
+    def load_match_window(self, pair: str) -> tuple[int | None, int | None, set[int]]:
+        """(newest id delivered, window floor, ids delivered above the floor) of pair."""
+        ...
+
+    def mark_match_seen(self, pair: str, match_id: int) -> None:
+        """Commit what is buffered and that match_id of pair was delivered."""
+        ...
+
+    def save_match_window(self, pair: str, high: int, floor: int | None) -> None:
+        """Persist pair's newest id and window floor; forget delivered ids outside them."""
         ...
 
 
@@ -50,14 +64,29 @@ class MemoryCursorStore:
     """A CursorStore kept in memory (tests, paper runs)."""
 
     cursors: dict[str, int] = attrs.field(factory=dict)
+    floors: dict[str, int | None] = attrs.field(factory=dict)
+    seen: dict[str, set[int]] = attrs.field(factory=dict)
 
     def get_match_cursor(self, pair: str) -> int | None:
         """The stored cursor of pair."""
         return self.cursors.get(pair)
 
-    def set_match_cursor(self, pair: str, match_id: int) -> None:
-        """Store the cursor of pair."""
-        self.cursors[pair] = match_id
+    def load_match_window(self, pair: str) -> tuple[int | None, int | None, set[int]]:
+        """The stored window of pair."""
+        return self.cursors.get(pair), self.floors.get(pair), set(self.seen.get(pair, ()))
+
+    def mark_match_seen(self, pair: str, match_id: int) -> None:
+        """Remember a delivered id."""
+        self.seen.setdefault(pair, set()).add(match_id)
+        if match_id > self.cursors.get(pair, match_id - 1):
+            self.cursors[pair] = match_id
+
+    def save_match_window(self, pair: str, high: int, floor: int | None) -> None:
+        """Store the window of pair."""
+        self.cursors[pair] = high
+        self.floors[pair] = floor
+        low = floor if floor is not None else high
+        self.seen[pair] = {i for i in self.seen.get(pair, ()) if low < i <= high}
 
 
 class MatchSource(Protocol):
@@ -83,6 +112,8 @@ class PollerStats:
     matches: int = 0
     errors: int = 0
     ignored_records: int = 0
+    late_matches: int = 0
+    venue_resets: int = 0
     callback_errors: int = 0
 
     def as_dict(self) -> dict[str, int]:
@@ -104,6 +135,8 @@ class MatchPoller:
         on_match: Callable[[MatchRecord], None],
         backfill: bool = False,
         on_state: Callable[[str, str], None] | None = None,
+        reread_ids: int = 0,
+        reread_age_s: float = 0.0,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(
@@ -118,6 +151,8 @@ class MatchPoller:
         self._store = store
         self._on_match = on_match
         self.backfill = backfill
+        self.reread_ids = reread_ids
+        self.reread_age_ms = int(reread_age_s * 1000)
         self._on_state = on_state
         self._cursors: dict[str, MatchCursor] = {}
         self._locks = {pair: anyio.Lock() for pair in self.pairs}
@@ -169,7 +204,15 @@ class MatchPoller:
         async with lock:
             cursor = self._cursors.get(pair)
             if cursor is None:
-                cursor = MatchCursor(self._store.get_match_cursor(pair), backfill=self.backfill)
+                high, floor, seen = self._store.load_match_window(pair)
+                cursor = MatchCursor(
+                    high,
+                    backfill=self.backfill,
+                    floor=floor,
+                    seen=seen,
+                    reread_ids=self.reread_ids,
+                    reread_age_ms=self.reread_age_ms,
+                )
                 self._cursors[pair] = cursor
             self.stats.polls += 1
             rnd = cursor.start()
@@ -181,7 +224,16 @@ class MatchPoller:
                 if not rnd.feed(page):
                     break
             self.stats.ignored_records += rnd.ignored
+            if rnd.reset:
+                self.stats.venue_resets += 1
+                log.warning(
+                    "%s: the venue's newest match is below the stored cursor %s: it is not the"
+                    " venue the journal knew (a fresh venue twin?); starting after its newest",
+                    pair,
+                    cursor.last_id,
+                )
             published = 0
+            store = self._store
             for match in rnd.new_matches():
                 try:
                     self._on_match(match)
@@ -189,15 +241,14 @@ class MatchPoller:
                     # One bad match must not wedge the pair: every later poll would fail on it.
                     self.stats.callback_errors += 1
                     log.exception("on_match failed for match %s of %s; moving on", match.id, pair)
-                cursor.advance(match.id)
-                self._store.set_match_cursor(pair, match.id)
+                cursor.deliver(match.id)
+                store.mark_match_seen(pair, match.id)
                 published += 1
-            after = rnd.cursor_after()
-            if after is not None and (cursor.last_id is None or after > cursor.last_id):
-                cursor.advance(after)
-                self._store.set_match_cursor(pair, after)
+            self.stats.late_matches += rnd.late
+            if cursor.close(rnd) and cursor.last_id is not None:
+                store.save_match_window(pair, cursor.last_id, cursor.floor)
                 if rnd.initialise:
-                    log.info("%s starts after match %d (no backfill)", pair, after)
+                    log.info("%s starts after match %d (no backfill)", pair, cursor.last_id)
             self.stats.matches += published
             self.last_poll[pair] = datetime.now(UTC)
             return published
@@ -217,7 +268,7 @@ class MatchPoller:
             log.exception("poll of %s failed unexpectedly", pair)
             self._failed(pair, exc)
         else:
-            if self.state != "ok":
+            if self.state != "ok" and self._scheduler is not None:  # not after shutdown()
                 self._set_state("ok", "")
 
     def _failed(self, pair: str, exc: Exception) -> None:

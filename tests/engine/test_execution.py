@@ -295,23 +295,77 @@ def test_ambiguous_outcome_is_unknown_and_never_retried(exc: Exception) -> None:
     assert h.engine.counters()["batches_sent"] == 1
 
 
-def test_unknown_resolved_by_matching_evidence_oldest_first() -> None:
+def test_the_only_in_doubt_intent_a_match_agrees_with_is_resolved_by_it() -> None:
     h = make()
-    older = h.engine.submit("s", intent("0.2"))
-    h.clock.advance(1)
-    newer = h.engine.submit("s", intent("0.2"))
-    other = h.engine.submit("s", intent("0.3"))
-    batches = h.pump()
-    for b in batches:
-        h.engine.on_failure(b, AmbiguousOutcome("reset"))
-    wrong_side = h.engine.attribute(match(1, 777, "0.2", long=False))
+    lone = h.engine.submit("s", intent("0.3"))
+    pair_a = h.engine.submit("s", intent("0.2"))
+    (batch,) = h.pump()
+    h.engine.on_failure(batch, AmbiguousOutcome("reset"))
+    wrong_side = h.engine.attribute(match(1, 777, "0.3", long=False))
     assert wrong_side.external and h.updates(OrderStatus.FILLED) == []
-    filled = h.engine.attribute(match(2, 778, "0.2"))
-    assert filled.strategy == "s" and filled.match.client_order_id == older
+    filled = h.engine.attribute(match(2, 778, "0.3"))
+    assert filled.strategy == "s" and filled.match.client_order_id == lone
+    assert filled.candidates == ()
     (update,) = h.updates(OrderStatus.FILLED)
-    assert (update.client_order_id, update.order_id) == (older, 778)
-    assert h.engine.status(newer) is OrderStatus.UNKNOWN
-    assert h.engine.status(other) is OrderStatus.UNKNOWN
+    assert (update.client_order_id, update.order_id) == (lone, 778)
+    assert h.engine.status(pair_a) is OrderStatus.UNKNOWN
+    # a later match of the same order still names its intent, never evidence for another
+    again = h.engine.attribute(match(3, 778, "0.3"))
+    assert again.match.client_order_id == lone and not again.external
+
+
+def test_same_looking_in_doubt_intents_are_settled_by_count_never_named() -> None:
+    h = make()
+    ids = [h.engine.submit("s", intent("0.2")) for _ in range(3)]
+    (batch,) = h.pump()
+    h.engine.on_failure(batch, ServerFault("HTTP 500", http_status=500, code=500))
+    first = h.engine.attribute(match(1, 901, "0.2"))
+    assert first.match.client_order_id is None and not first.external
+    assert (first.strategy, first.candidates) == ("s", tuple(ids))
+    assert h.updates(OrderStatus.FILLED) == []
+    assert all(h.engine.status(c) is OrderStatus.UNKNOWN for c in ids)
+    h.engine.attribute(match(2, 902, "0.2"))
+    h.engine.attribute(match(3, 903, "0.2"))  # as many orders as intents: settled at once
+    settled = h.updates(OrderStatus.AMBIGUOUS)
+    assert [u.client_order_id for u in settled] == ids
+    assert all(u.group == tuple(ids) and u.group_filled == 3 for u in settled)
+    assert settled[0].msg is not None and "3 of 3" in settled[0].msg
+    assert h.updates(OrderStatus.FILLED) == [] and h.updates(OrderStatus.LOST) == []
+    late = h.engine.attribute(match(4, 902, "0.2"))  # a later match of a counted order
+    assert late.candidates == tuple(ids) and not late.external
+    assert h.engine.counters()["orders_ambiguous"] == 3 and h.engine.unknown_count == 0
+
+
+def test_a_doubt_group_with_fewer_fills_than_members_settles_when_its_window_ends() -> None:
+    h = make(unknown_window_s=30)
+    ids = [h.engine.submit("s", intent("0.2")) for _ in range(4)]
+    (batch,) = h.pump()
+    h.engine.on_failure(batch, AmbiguousOutcome("reset"))
+    h.engine.attribute(match(1, 901, "0.2"))
+    h.clock.advance(29_999)
+    assert h.engine.tick() == 0 and h.engine.next_wakeup_ms() == 1
+    h.clock.advance(1)
+    assert h.engine.tick() == 4
+    settled = h.updates(OrderStatus.AMBIGUOUS)
+    assert [u.client_order_id for u in settled] == ids
+    assert {u.group_filled for u in settled} == {1}
+    assert h.updates(OrderStatus.LOST) == [] and h.engine.next_wakeup_ms() is None
+
+
+def test_a_match_held_for_an_answer_is_never_evidence_for_another_intent() -> None:
+    h = make(max_inflight=2)
+    doubt = h.engine.submit("s", intent("0.2"))
+    (first,) = h.pump()
+    h.engine.on_failure(first, AmbiguousOutcome("reset"))
+    inflight = h.engine.submit("s", intent("0.2"))
+    (second,) = h.pump()
+    # the fill of the order in flight is seen before its answer: held, not given to `doubt`
+    assert h.engine.attribute(match(1, h.next_order_id + 1, "0.2")) is None
+    h.accept(second)
+    (filled,) = h.updates(OrderStatus.FILLED)
+    assert filled.client_order_id == inflight and h.engine.status(doubt) is OrderStatus.UNKNOWN
+    linked = [e for e in h.events if isinstance(e, MatchFilled)]
+    assert [e.match.client_order_id for e in linked] == [inflight]
 
 
 def test_unknown_without_evidence_becomes_lost_loudly(caplog: pytest.LogCaptureFixture) -> None:

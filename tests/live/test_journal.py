@@ -265,3 +265,51 @@ def test_log_is_folded_in_bounded_chunks_and_loses_nothing(tmp_path: Path) -> No
     assert len(statuses) == COMPACT_AFTER
     assert set(statuses.values()) == {OrderStatus.ACCEPTED}
     assert journal.status_of("x-7") == (OrderStatus.ACCEPTED, False, 7)
+
+
+def test_the_match_window_survives_reopening_and_forgets_what_falls_below_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.db"
+    journal = Journal.open(path)
+    for match_id in (40, 41, 43):
+        journal.mark_match_seen("ETH-USD", match_id)
+    journal.close()
+    again = Journal.open(path)
+    assert again.load_match_window("ETH-USD") == (43, None, {40, 41, 43})
+    again.save_match_window("ETH-USD", 43, 40)
+    assert again.load_match_window("ETH-USD") == (43, 40, {41, 43})
+    again.save_match_window("ETH-USD", 5, 5)  # a fresh venue: the window starts over lower
+    assert again.load_match_window("ETH-USD") == (5, 5, set())
+    assert again.load_match_window("BTC-USD") == (None, None, set())
+
+
+def test_a_match_held_for_an_answer_survives_a_kill_and_is_published_at_restart(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    first: list[Event] = []
+    engine = engine_on(Journal.open(path), clock, first)
+    coid = engine.submit("s", intent())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    fill = MatchRecord(
+        id=7, entrust_id=99, symbol="ETH-USD", is_long=True, quantity=intent().quantity
+    )
+    assert engine.attribute(fill) is None  # held: the answer may name its order
+    journal = engine._journal
+    assert journal is not None
+    journal.mark_match_seen("ETH-USD", fill.id)  # the poller's commit: the held match with it
+    # killed here: the answer never came, the poller will never list match 7 as new again
+    events: list[Event] = []
+    restarted = engine_on(Journal.open(path), clock, events)
+    restarted.recover()
+    (update,) = [e for e in events if isinstance(e, OrderUpdate)][-1:]
+    assert (update.client_order_id, update.status) == (coid, OrderStatus.FILLED)
+    assert update.order_id == 99
+    (published,) = [e for e in events if not isinstance(e, OrderUpdate)]
+    assert published.match.client_order_id == coid  # type: ignore[union-attr]
+    restarted.flush()
+    assert Journal.open(path).load_matches("pf") == []  # decided: no longer kept
