@@ -111,6 +111,15 @@ class Batcher(Generic[T, B]):
         self.inflight -= 1
         self._retries.append((ready_ms, batch))
 
+    def take_waiting(self) -> tuple[list[T], list[B]]:
+        """Remove and return every queued item and every batch waiting for a retry."""
+        items = list(self.queue)
+        self.queue.clear()
+        self.queued_ms.clear()
+        retries = [batch for _, batch in self._retries]
+        self._retries.clear()
+        return items, retries
+
     def done(self) -> None:
         """A batch in flight got its outcome."""
         self.inflight -= 1

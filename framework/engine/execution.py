@@ -68,6 +68,7 @@ from framework.engine.risk import (
     FRAMEWORK_CODES,
     MISSING_FROM_ANSWER,
     NOT_SENT,
+    STOPPING,
     RiskGate,
     is_resting,
 )
@@ -144,6 +145,7 @@ class ExecutionEngine:
         self._next_batch_id = 1
         self._dirty = False  # journal writes buffered since the last commit
         self._recovered = journal is None
+        self._closed = False
         self._dt_ms = -1
         self._dt = datetime.fromtimestamp(0, UTC)
         self._missing_unknown = settings.missing_result == "unknown"
@@ -192,7 +194,10 @@ class ExecutionEngine:
         order = order_input(coid, intent)
         self._c["orders_submitted"] += 1
         risk = self._risk
-        failure = risk.check(order, now, self._now_dt(now))
+        if self._closed:
+            failure: tuple[int, str] | None = (STOPPING, FRAMEWORK_CODES[STOPPING])
+        else:
+            failure = risk.check(order, now, self._now_dt(now))
         journal = self._journal
         if failure is not None:
             code, msg = failure
@@ -214,6 +219,35 @@ class ExecutionEngine:
         if self.on_ready is not None:
             self.on_ready()
         return coid
+
+    def close(self) -> int:
+        """End of a graceful stop: no intent is sent any more; returns how many were refused.
+
+        Queued intents and batches waiting for a retry (the venue surely did not execute
+        them) are REJECTED with code 9013 at once, and so is every later submit. Batches in
+        flight are not touched: their answers are still reconciled.
+        """
+        self._closed = True
+        items, retries = self._batcher.take_waiting()
+        entries = items + [e for batch in retries for e in batch.entries]
+        if not entries:
+            return 0
+        log.warning("stopping: %d intents not sent (9013), none of them reached the venue",
+                    len(entries))  # fmt: skip
+        if self._journal is not None and retries:
+            for batch in retries:
+                self._journal.mark_sent(batch.client_order_ids, False)
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        self._reject(entries, STOPPING, FRAMEWORK_CODES[STOPPING], self._now_ms(), rows, events)
+        self._emit(rows, events)
+        self.flush()
+        return len(entries)
+
+    @property
+    def closed(self) -> bool:
+        """True once close() ran: every submit is refused with code 9013."""
+        return self._closed
 
     # -- sending ------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ so a strategy can tell them apart:
 9010  missing from a successful batchCreate answer (only with ``missing_result: rejected``)
 9011  could not be sent: transport failures before sending outlasted the retries
 9012  expired: found unsent in the journal at restart, older than ``pending_max_age_s``
+9013  the node is stopping: submitted after the stop's drain, or still queued at its end
 ====  ===================================================================================
 
 Open quantity and notional of a pair are the framework's own book: intents not yet answered
@@ -45,6 +46,7 @@ __all__ = [
     "NOT_SENT",
     "NO_REFERENCE_PRICE",
     "PENDING_EXPIRED",
+    "STOPPING",
     "UNKNOWN_PAIR",
     "RiskGate",
     "RiskSettings",
@@ -60,6 +62,7 @@ MAX_ORDERS_PER_SECOND: Final = 9006
 MISSING_FROM_ANSWER: Final = 9010
 NOT_SENT: Final = 9011
 PENDING_EXPIRED: Final = 9012
+STOPPING: Final = 9013
 
 FRAMEWORK_CODES: Final[dict[int, str]] = {
     KILL_SWITCH: "Kill switch is on: no new orders",
@@ -71,6 +74,7 @@ FRAMEWORK_CODES: Final[dict[int, str]] = {
     MISSING_FROM_ANSWER: "Missing from the venue's answer to its batch",
     NOT_SENT: "Could not be sent: {0}",
     PENDING_EXPIRED: "Unsent at restart and older than {0} s: not sent",
+    STOPPING: "The node is stopping: not sent",
 }
 """The framework's own refusal codes and their message templates."""
 

@@ -7,16 +7,21 @@ reason) -> match cursors -> scheduler and ``Started`` (strategies' on_start) -> 
 executor and metrics tasks. The stream runs the resync (REST snapshots and a match poll)
 after every (re)subscribe.
 
-Stop, on SIGINT/SIGTERM, the duration or :meth:`Node.request_stop`: timers and polls stop,
-``Stopping`` is published (on_stop, which may still submit), the executor drains in-flight
-batches up to ``execution.drain_timeout_s``, a last match poll attributes late fills, the
-tasks are cancelled and the journal is closed. A second signal skips the drain and the poll.
+Stop, on SIGINT/SIGTERM, the duration or :meth:`Node.request_stop` (a graceful stop never
+makes an order of unknown outcome): timers and polls stop; queued and in-flight batches are
+sent and answered and a last match poll delivers late fills (what strategies submit in
+reaction is sent too); ``Stopping`` is published (on_stop sees every update so far and may
+still submit, and the same settling follows); then the engine closes, refusing anything
+still queued and every later submit with code 9013 (never sent). All within
+``execution.drain_timeout_s``; then the tasks are cancelled and the journal is closed. A
+second signal skips the waiting: what is in flight then is UNKNOWN.
 :meth:`Node.summary` gives the tallies (the ``summary`` line of ``run.py live``).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import time
 from collections.abc import Callable
@@ -315,16 +320,18 @@ class Node:
                 self.metrics_port = await tg.start(serve_metrics, self.metrics, cfg.host, cfg.port)
             except OSError as exc:
                 raise FatalError(f"metrics: {exc}") from None
-        recovered = self.engine.recover() if self.engine is not None else 0
-        log.info("journal recovered", extra={"intents_requeued": recovered})
-        tg.start_soon(self.executor.run)
         self.scheduler.start()
         self.poller.start(self.scheduler)
         log.info(
             "scheduler started", extra={"match_interval_s": self.config.polling.match_interval_s}
         )
+        # on_start first, always: what recovery publishes (UNKNOWN intents, kept matches)
+        # reaches strategies that have set themselves up.
         self.bus.publish(Started(self.clock.now()))
         log.info("strategies started", extra={"strategies": [s.name for s in self.strategies]})
+        recovered = self.engine.recover() if self.engine is not None else 0
+        log.info("journal recovered", extra={"intents_requeued": recovered})
+        tg.start_soon(self.executor.run)
         tg.start_soon(self.stream.run)
         log.info("stream starting", extra={"ws_url": self.stream.ws_url})
         self.started.set()
@@ -336,28 +343,51 @@ class Node:
             self.scheduler.shutdown(wait=False)
 
     async def _shutdown(self) -> None:
+        """The stop protocol (module docstring): nothing is left in flight or of unknown fate.
+
+        Timers and polls stop; what is queued or in flight is sent and answered, and a last
+        poll delivers late fills (strategies may react, and what they submit is sent too);
+        then on_stop runs and may still submit, and the same settling follows. Then the
+        engine closes: whatever is still queued, and every later submit, is refused with
+        9013 and never sent. All of it within ``execution.drain_timeout_s``; a second
+        signal skips the waiting.
+        """
         log.info("stopping", extra={"reason": self.stop_reason})
         self._stop_scheduler()
-        self.bus.publish(Stopping(self.clock.now(), self.stop_reason))
-        log.info("strategies stopped")
+        timeout = self.config.execution.drain_timeout_s
         # Shielded from the task group, but a second signal cancels it (see _watch_signals).
-        self._drain_scope = anyio.CancelScope(shield=True)
+        self._drain_scope = anyio.CancelScope(shield=True, deadline=anyio.current_time() + timeout)
         with self._drain_scope:
-            if self.executor is not None and not self._force:
-                timeout = self.config.execution.drain_timeout_s
-                await self.executor.drain(timeout)
-                log.info("executor drained", extra={"timeout_s": timeout})
-            if self.poller is not None and not self._force:
-                with anyio.move_on_after(LAST_POLL_TIMEOUT_S):
-                    try:
-                        await self.poller.poll_now()
-                    except (FrameworkError, OSError) as exc:
-                        log.warning("last match poll failed", extra={"error": str(exc)})
+            await self._settle()
+            self.bus.publish(Stopping(self.clock.now(), self.stop_reason))
+            log.info("strategies stopped")
+            await self._settle()
+        if self._drain_scope.cancel_called and not self._force:
+            log.warning("stop: drain_timeout_s %.1f s passed with work outstanding", timeout)
+        if self.engine is not None:
+            self.engine.close()
         if self.journal is not None:
             for coin in self.config.coins():
                 log_id = self.portfolio.log_id(coin)
                 if log_id is not None:
                     self.journal.set_log_id(coin, log_id)
+
+    async def _settle(self, rounds: int = 3) -> None:
+        """Drain the executor and poll the matches until a poll provokes no new intent."""
+        executor, poller, engine = self.executor, self.poller, self.engine
+        for _ in range(rounds):
+            if self._force or executor is None or engine is None:
+                return
+            await executor.drain(math.inf)
+            if poller is None:
+                return
+            with anyio.move_on_after(LAST_POLL_TIMEOUT_S):
+                try:
+                    await poller.poll_now()
+                except (FrameworkError, OSError) as exc:
+                    log.warning("last match poll failed", extra={"error": str(exc)})
+            if engine.idle:
+                return
 
     def _close_journal(self) -> None:
         if self.journal is not None:
