@@ -551,8 +551,8 @@ class ExecutionEngine:
         if link is not None:
             self._c["matches_linked"] += 1
             coid, strategy, candidates = link
-            if coid is not None:
-                match = attrs.evolve(match, client_order_id=coid)
+            if coid is not None or candidates:
+                match = attrs.evolve(match, client_order_id=coid, candidates=candidates)
             return MatchFilled(match, strategy, False, candidates)
         group = ledger.claimed.get(order_id)
         if group is None:
@@ -566,7 +566,10 @@ class ExecutionEngine:
         ledger.claim(group, order_id, match.id)
         self._keep(match, delivered=True)
         self._c["matches_ambiguous"] += 1
-        event = MatchFilled(match, group.strategy, False, group.candidates)
+        candidates = group.candidates
+        event = MatchFilled(
+            attrs.evolve(match, candidates=candidates), group.strategy, False, candidates
+        )
         if group.complete:
             self._settle(group, "every member is accounted for")
         return event

@@ -279,8 +279,8 @@ def attach(bus: Bus, strategy: Strategy) -> None:
             if e.strategy != name:  # the owner always hears of its fills, others by pair
                 if pairs is not None and record.symbol not in pairs:
                     return
-                if record.client_order_id is not None:
-                    record = attrs.evolve(record, client_order_id=None)
+                if record.client_order_id is not None or record.candidates:
+                    record = attrs.evolve(record, client_order_id=None, candidates=())
             on_match(record)
 
         bus.subscribe(MatchFilled, match, owner=name)

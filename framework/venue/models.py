@@ -169,7 +169,7 @@ class AccountBalance:
 
 @attrs.frozen(slots=True, kw_only=True)
 class MatchRecord:
-    """One matched trade (SPEC 2.5); client_order_id is filled by the framework, not the wire."""
+    """One matched trade (SPEC 2.5); client_order_id and candidates are the framework's."""
 
     id: int = wire("id", "int", required=True)
     entrust_id: int | None = wire("entrustId", "int")
@@ -200,6 +200,9 @@ class MatchRecord:
     restrict_price: Decimal | None = wire("restrictPrice", "dec")
     extra: Mapping[str, Any] = _extra()
     client_order_id: str | None = attrs.field(default=None, kw_only=True)
+    candidates: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    """Set by the framework when the match may fill any of these in-doubt intents of yours
+    and which one is unknowable (client_order_id is then None); see OrderStatus.AMBIGUOUS."""
 
 
 @attrs.frozen(slots=True, kw_only=True)

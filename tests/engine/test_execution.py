@@ -322,6 +322,7 @@ def test_same_looking_in_doubt_intents_are_settled_by_count_never_named() -> Non
     first = h.engine.attribute(match(1, 901, "0.2"))
     assert first.match.client_order_id is None and not first.external
     assert (first.strategy, first.candidates) == ("s", tuple(ids))
+    assert first.match.candidates == tuple(ids)  # what the strategy's on_match reads
     assert h.updates(OrderStatus.FILLED) == []
     assert all(h.engine.status(c) is OrderStatus.UNKNOWN for c in ids)
     h.engine.attribute(match(2, 902, "0.2"))
