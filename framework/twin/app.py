@@ -12,13 +12,26 @@ Decisions where SPEC.md is silent:
 * Checks run: faults (latency, 503, 2329), authentication, timestamp (missing: 2002 on
   batchCreate and balance, 2001 on the list endpoints, whose only listed code is 2001;
   malformed or outside the window: ``2001 Illegal parameter:timestamp``), then the call.
+  A 503 fault answer is the text ``Service Unavailable``, or with ``unavailable_envelope``
+  the envelope ``{"error": true, "code": 503, "msg": "Service Unavailable", ...}``.
+* batchCreate, before those checks: the reset_before_read fault closes the connection
+  without reading the body (nothing executes); otherwise the body is read and, when it is
+  JSON, every order object with a string clientOrderId is recorded in ``received_orders``
+  as (clientOrderId, the object re-serialized with sorted keys), whatever happens next.
+* batchCreate, after executing (orders placed, fills made, pushes published): the
+  drop_response fault closes the connection without an answer; error_after_accept answers
+  HTTP ``error_after_accept_status`` with ``{"error": true, "code": <status>, "msg":
+  "Internal Server Error" (the status's phrase), "data": null}``; omit_result leaves some
+  accepted orders out of a successful answer's data; answer_delay waits before answering.
 * batchCreate in ``partial`` mode answers code 200 with only the accepted orders, in
   submission order; when every order is refused, the first refusal is the whole answer. In
   ``atomic`` mode the first refused order's code is the whole answer and nothing executes.
   Each accepted order is ``{"corderId"|"cOrderId": ..., "orderId": ..., "pairName": ...}``.
 * Position list and match list: pairName required (2001 when missing or unknown); pageNo is
   1-based (default 1); pageSize defaults to 20 and may not exceed 100 (2001 pageSize); a
-  matchId that is not an integer is ``2001 Illegal parameter:matchId``.
+  matchId that is not an integer is ``2001 Illegal parameter:matchId``. A match held back
+  by the match_delay fault is not listed until its time (the twin's clock) has come; the
+  matchId bound and paging apply to the listed matches.
 * Balance: a symbol the venue knows but the account does not hold gives 2122; a symbol the
   venue does not know at all gives 4001.
 * WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
@@ -32,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -69,6 +83,9 @@ BALANCE_PATH = "/api/third/hot/order/balance"
 MATCHES_PATH = "/api/third/order/selectContractMatchPairList"
 """SPEC 4.4."""
 
+_NOT_JSON: Any = object()
+"""Stands for a batchCreate body that is not JSON."""
+
 Aborter = Callable[[Any], bool]
 """Closes the connection of an ASGI scope without an answer; False when it cannot."""
 
@@ -105,6 +122,8 @@ class TwinApp:
         self.counters = counters
         self.clock = clock
         self.aborter = aborter
+        self.received_orders: list[tuple[str, bytes]] = []
+        """(clientOrderId, order re-serialized with sorted keys) of every batchCreate body read."""
         self._sid = 0
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
@@ -137,6 +156,8 @@ class TwinApp:
             await asyncio.sleep(delay)
         refusal = self.faults.rest_refusal()
         if refusal == "unavailable":
+            if self.faults.settings.unavailable_envelope:
+                return self._answer(503, "Service Unavailable", None, status=503)
             return Response(b"Service Unavailable", status_code=503, media_type="text/plain")
         if refusal == "busy":
             return self._answer(2329, render_message(2329), None)
@@ -194,11 +215,27 @@ class TwinApp:
 
     async def batch_create(self, request: Request) -> Response:
         """SPEC 4.1: place up to 20 orders."""
+        reset = (
+            self.aborter is not None
+            and self.faults.reset_before_read()
+            and self.aborter(request.scope)
+        )
+        if reset:
+            self.counters.rest_calls += 1
+            self.counters.resets_before_read += 1
+            await _until_closed(request)
+            return Response(status_code=500)  # never sent: the connection is gone
+        body = await request.body()
+        try:
+            payload: Any = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            payload = _NOT_JSON
+        else:
+            self._record_orders(payload)
         early = await self._pre(request)
         if early is not None:
             return early
         self.counters.batch_calls += 1
-        body = await request.body()
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
@@ -208,7 +245,6 @@ class TwinApp:
         except AuthRefused as exc:
             return self._unauthorized(exc)
         try:
-            payload = orjson.loads(body)
             if type(payload) is not dict:
                 raise _Refused(2001, "body")
             self._check_timestamp(payload.get("timestamp"), missing_code=2002)
@@ -217,8 +253,6 @@ class TwinApp:
             )
             if isinstance(items, tuple):
                 raise _Refused(items[0], msg=items[1])
-        except orjson.JSONDecodeError:
-            return self._answer(2001, render_message(2001, "body"), None)
         except _Refused as exc:
             return self._answer(exc.code, exc.msg, None)
         outcome = self.exchange.submit(
@@ -235,14 +269,38 @@ class TwinApp:
         )
         if dropped:
             self.counters.dropped_responses += 1
-            # Wait until the server has seen its own close, so it sends nothing at all.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(request.receive(), 1.0)
-        if outcome.error is not None:
-            return self._answer(outcome.error[0], outcome.error[1], None)
-        key = self.settings.order_id_key
-        data = [{key: cid, "orderId": oid, "pairName": pair} for cid, oid, pair in outcome.accepted]
-        return self._answer(200, "SUCCESS", data)
+            await _until_closed(request)
+            return Response(status_code=500)  # never sent: the connection is gone
+        status = self.faults.error_after_accept()
+        answer: Response
+        if status is not None:
+            answer = self._answer(status, _status_phrase(status), None, status=status)
+        elif outcome.error is not None:
+            answer = self._answer(outcome.error[0], outcome.error[1], None)
+        else:
+            key = self.settings.order_id_key
+            data = [
+                {key: cid, "orderId": oid, "pairName": pair}
+                for cid, oid, pair in outcome.accepted
+                if not self.faults.omit_result()
+            ]
+            answer = self._answer(200, "SUCCESS", data)
+        delay = self.faults.answer_delay()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return answer
+
+    def _record_orders(self, payload: Any) -> None:
+        """Keep (clientOrderId, canonical order bytes) of every order of a parsed body."""
+        orders = payload.get("orders") if type(payload) is dict else None
+        if type(orders) is not list:
+            return
+        for item in orders:
+            if type(item) is dict:
+                client_id = item.get("clientOrderId")
+                if type(client_id) is str:
+                    canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+                    self.received_orders.append((client_id, canonical))
 
     async def position_list(self, request: Request) -> Response:
         """SPEC 4.2: the account's open positions on a pair."""
@@ -302,7 +360,12 @@ class TwinApp:
         except _Refused as exc:
             return self._answer(exc.code, exc.msg, None)
         found = self.exchange.matches(
-            credentials.user_id, pair, before=before, page_no=page_no, page_size=page_size
+            credentials.user_id,
+            pair,
+            before=before,
+            page_no=page_no,
+            page_size=page_size,
+            now_ms=self.now_ms(),
         )
         return self._answer(200, "SUCCESS", [wire.match_object(m) for m in found])
 
@@ -401,6 +464,21 @@ class TwinApp:
         return wire.subscribe_ack(
             event, success=True, msg=f"Subscribe {event} success", symbol=symbol
         )
+
+
+async def _until_closed(request: Request) -> None:
+    """Wait until the server has seen the connection's abort, so it sends nothing at all."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(1.0):
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+
+
+def _status_phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Internal Server Error"
 
 
 def _positive(value: str | None, default: int) -> int | None:

@@ -29,6 +29,12 @@ class Counters:
     duplicated_pushes: int = 0
     reordered_pushes: int = 0
     stale_account_pushes: int = 0
+    unavailable_envelopes: int = 0
+    errors_after_accept: int = 0
+    resets_before_read: int = 0
+    delayed_answers: int = 0
+    omitted_results: int = 0
+    delayed_matches: int = 0
 
     def snapshot(self) -> dict[str, int]:
         """A copy of every counter by name."""

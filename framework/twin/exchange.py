@@ -1,7 +1,9 @@
 """The twin's exchange: a pure state machine of accounts, positions, orders and fills.
 
 No I/O, no clock reads, no randomness: every operation takes ``now_ms`` and returns the events
-it caused (:mod:`framework.twin.events`), so the same calls always give the same state.
+it caused (:mod:`framework.twin.events`), so the same calls always give the same state. The
+one outside input is the optional ``match_delay`` (the match_delay fault, drawn by
+:class:`~framework.twin.faults.Faults`): milliseconds the match list holds each new match back.
 
 Model (the business rules SPEC.md leaves "not shown", all documented choices):
 
@@ -30,6 +32,9 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
 * Realized PnL and fees go to the available balance, so at every moment
   ``available + frozen = initial - fees + realized PnL`` and ``frozen`` is the sum of open
   margins and the reserves of resting orders.
+* Ground truth for tests: ``accounts[user].order_ids`` maps the clientOrderId of every
+  accepted order to its orderId (``client_ids`` is the same ids as a set); ``accounts[user]
+  .matches`` holds every match, listed or held back.
 * Codes the model never gives: 2123 and 2124 (no failure mode of the hot account is
   modelled) and 2331 (every pair always has a mark); 2329 only comes from fault injection.
 """
@@ -37,7 +42,7 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -74,8 +79,11 @@ class BatchOutcome:
 class Exchange:
     """Accounts, positions, resting orders and matching for every configured pair."""
 
-    def __init__(self, settings: TwinSettings) -> None:
+    def __init__(
+        self, settings: TwinSettings, *, match_delay: Callable[[], int] | None = None
+    ) -> None:
         """Build the markets of settings.pairs; accounts are added with open_account."""
+        self.match_delay = match_delay
         self.fees = settings.fees
         self.slippage = settings.slippage
         self.maintenance_rate = settings.maintenance_margin_rate
@@ -145,17 +153,44 @@ class Exchange:
         return self.markets[pair].book.orders()
 
     def matches(
-        self, user_id: int, pair: str, *, before: int | None, page_no: int, page_size: int
+        self,
+        user_id: int,
+        pair: str,
+        *,
+        before: int | None,
+        page_no: int,
+        page_size: int,
+        now_ms: int | None = None,
     ) -> list[Match]:
-        """One page of an account's matches on a pair, newest first, ids below ``before``."""
-        found = self.accounts[user_id].matches.get(pair)
+        """One page of the matches listed at now_ms (None: all), newest first, ids < before."""
+        # Matches the match_delay fault holds back are skipped; pages count listed ones only.
+        account = self.accounts[user_id]
+        found = account.matches.get(pair)
         if not found:
             return []
         end = len(found) if before is None else bisect_left(found, before, key=_match_id)
-        high = end - (page_no - 1) * page_size
-        if high <= 0:
-            return []
-        return found[max(0, high - page_size) : high][::-1]
+        held = account.listed_from_ms
+        if held and now_ms is not None:
+            for match_id in [i for i, at in held.items() if at <= now_ms]:
+                del held[match_id]
+        if not held or now_ms is None:
+            high = end - (page_no - 1) * page_size
+            if high <= 0:
+                return []
+            return found[max(0, high - page_size) : high][::-1]
+        skip = (page_no - 1) * page_size
+        page: list[Match] = []
+        for index in range(end - 1, -1, -1):
+            match = found[index]
+            if match.id in held:
+                continue
+            if skip:
+                skip -= 1
+                continue
+            page.append(match)
+            if len(page) == page_size:
+                break
+        return page
 
     def unrealized_pnl(self, position: Position) -> Decimal:
         """The PnL of a position if it closed at the mark now."""
@@ -205,7 +240,13 @@ class Exchange:
                 accepted.append((item.client_order_id, result, item.pair_name))
                 continue
             if savepoint is not None:
-                savepoint.restore(account, self.markets, self._ids, [a[0] for a in accepted])
+                taken = [a[0] for a in accepted]
+                savepoint.restore(account, self.markets, self._ids, taken)
+                for client_id in taken:
+                    del account.order_ids[client_id]
+                last_match = savepoint.ids.match_id
+                for match_id in [i for i in account.listed_from_ms if i > last_match]:
+                    del account.listed_from_ms[match_id]
                 return BatchOutcome(accepted=[], refusals=[], error=result, events=[])
             refusals.append((index, result[0], result[1]))
         error = None
@@ -284,6 +325,7 @@ class Exchange:
         self._ids.order_id += 1
         order_id = self._ids.order_id
         account.client_ids.add(client_id)
+        account.order_ids[client_id] = order_id
         if cancel_all:
             return order_id
         if fill:
@@ -421,6 +463,10 @@ class Exchange:
             change = "LIQUIDATE" if liquidation else ("CLOSE" if closes else "REDUCE")
             is_close = True
         self._ids.match_id += 1
+        if self.match_delay is not None:
+            delay = self.match_delay()
+            if delay > 0:
+                account.listed_from_ms[self._ids.match_id] = now_ms + delay
         account.matches.setdefault(pair, []).append(
             Match(
                 id=self._ids.match_id,

@@ -8,6 +8,8 @@
         twin.step()                                     # or one tick of the price model
         twin.faults.configure(busy_rate=0.5)            # inject faults at run time
         twin.counters.busy_answers                      # and count them
+        twin.received_orders                            # (clientOrderId, payload) of orders read
+        twin.executed_orders(api_key)                   # {clientOrderId: orderId} accepted
 
 The twin is asyncio-only (uvicorn). It never installs signal handlers and never configures
 logging, so it is safe to embed in the daemon or a test. With ``prices.tick_interval`` above
@@ -117,7 +119,7 @@ class VenueTwin:
         seed = self.settings.seed
         self.counters = Counters()
         self.faults = Faults(self.settings.faults, random.Random(f"{seed}:faults"), self.counters)
-        self.exchange = Exchange(self.settings)
+        self.exchange = Exchange(self.settings, match_delay=self.faults.match_delay_ms)
         self.verifier = Verifier(default_sign_type=self.settings.default_sign_type)
         self.hub = Hub(self.faults, self.counters)
         self.prices = build_price_model(self.settings, random.Random(f"{seed}:prices"))
@@ -191,6 +193,22 @@ class VenueTwin:
         )
         self.exchange.open_account(user_id, address, dict(balances or {}))
         return user_id
+
+    def user_id(self, api_key: str) -> int:
+        """The user id of a registered API key (KeyError when unknown)."""
+        credentials = self.verifier.lookup(api_key)
+        if credentials is None:
+            raise KeyError(api_key)
+        return credentials.user_id
+
+    @property
+    def received_orders(self) -> list[tuple[str, bytes]]:
+        """(clientOrderId, order with sorted keys) of every order of every batchCreate read."""
+        return self.app.received_orders
+
+    def executed_orders(self, api_key: str) -> dict[str, int]:
+        """clientOrderId -> orderId of every order the account had accepted (a copy)."""
+        return dict(self.exchange.accounts[self.user_id(api_key)].order_ids)
 
     def now_ms(self) -> int:
         """The twin's clock in milliseconds."""

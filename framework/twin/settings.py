@@ -49,6 +49,11 @@ def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: Any) ->
         raise ValueError(f"{attribute.name} must not be negative, got {value}")
 
 
+def _error_status(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 400 <= value <= 599:
+        raise ValueError(f"{attribute.name} is an HTTP error status (400..599), got {value!r}")
+
+
 def _default_pairs() -> dict[str, PairSettings]:
     return {
         "ETH-USD": PairSettings(initial_price=Decimal("2000"), contract_pair_id=1),
@@ -123,7 +128,7 @@ class PriceSettings:
 
 @attrs.define(kw_only=True)
 class FaultSettings:
-    """Injected faults; shares are probabilities per call or per push (0 disables)."""
+    """Injected faults; shares are probabilities per call, order, or push (0 disables)."""
 
     latency: float = attrs.field(default=0.0, validator=_non_negative)
     latency_jitter: float = attrs.field(default=0.0, validator=_non_negative)
@@ -134,6 +139,23 @@ class FaultSettings:
     push_duplicate_rate: float = attrs.field(default=0.0, validator=_share)
     push_reorder_rate: float = attrs.field(default=0.0, validator=_share)
     stale_account_rate: float = attrs.field(default=0.0, validator=_share)
+    error_after_accept_rate: float = attrs.field(default=0.0, validator=_share)
+    error_after_accept_status: int = attrs.field(default=500, validator=_error_status)
+    unavailable_envelope: bool = False
+    reset_before_read_rate: float = attrs.field(default=0.0, validator=_share)
+    answer_delay_s: float = attrs.field(default=0.0, validator=_non_negative)
+    answer_delay_jitter_s: float = attrs.field(default=0.0, validator=_non_negative)
+    omit_result_rate: float = attrs.field(default=0.0, validator=_share)
+    match_delay_min_s: float = attrs.field(default=0.0, validator=_non_negative)
+    match_delay_max_s: float = attrs.field(default=0.0, validator=_non_negative)
+
+    def __attrs_post_init__(self) -> None:
+        """Check what no single field can: the match delay range."""
+        if self.match_delay_max_s < self.match_delay_min_s:
+            raise ValueError(
+                f"match_delay_max_s ({self.match_delay_max_s}) must not be below"
+                f" match_delay_min_s ({self.match_delay_min_s})"
+            )
 
 
 @attrs.frozen(kw_only=True)

@@ -60,8 +60,15 @@ class Account:
     address: str | None
     balances: dict[str, Balance]
     positions: dict[str, Position] = attrs.Factory(dict)
+    # Every match by pair in id order, listed already or not yet.
     matches: dict[str, list[Match]] = attrs.Factory(dict)
+    # clientOrderIds of accepted orders: a set for the duplicate check, and a map to the
+    # orderId each was given (ground truth for tests, e.g. after an unanswered batch).
     client_ids: set[str] = attrs.Factory(set)
+    order_ids: dict[str, int] = attrs.Factory(dict)
+    # Match id -> twin time (ms) from which the match list shows a match held back by the
+    # match_delay fault; entries go once the time has passed.
+    listed_from_ms: dict[int, int] = attrs.Factory(dict)
     resting: dict[tuple[str, bool], Decimal] = attrs.Factory(dict)
 
 
