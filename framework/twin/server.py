@@ -283,8 +283,15 @@ class VenueTwin:
             access_log=False,
             log_config=None,
             log_level="warning",
+            # Every implementation is named, none left to "auto", so that what else happens
+            # to be installed (uvloop, wsproto...) changes nothing. serve() runs in the
+            # caller's loop; "asyncio" also keeps uvicorn's own run() off uvloop.
+            loop="asyncio",
+            interface="asgi3",
+            # HTTP on httptools (a declared dependency), through the connection-tracking class.
             http=_tracking_protocol(self._transports),
-            # The sans-I/O implementation suits websockets >= 14; older uvicorns lack it.
+            # WebSocket on websockets; the sans-I/O implementation suits websockets >= 14, and
+            # older uvicorns lack it.
             ws="websockets-sansio" if "websockets-sansio" in WS_PROTOCOLS else "websockets",
             # No permessage-deflate: pushes are small and compressing each costs more CPU
             # than it saves on loopback; clients that offer it simply get plain frames.

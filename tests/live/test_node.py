@@ -75,6 +75,11 @@ def accepted(node: Node) -> int:
     return node.engine.counters()["orders_accepted"]
 
 
+def subscribed(node: Node) -> bool:
+    """Whether the node's stream has had every subscription acknowledged (pushes now reach it)."""
+    return node.stream is not None and node.stream.stats.connects >= 1
+
+
 async def test_node_trades_against_the_embedded_twin_and_stops_gracefully(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -82,6 +87,9 @@ async def test_node_trades_against_the_embedded_twin_and_stops_gracefully(
     node = Node(embedded())
     async with running(node) as summary:
         await eventually(lambda: accepted(node) == 4)  # two levels each side of 2000
+        # Strategies start before the stream: a fill before the twin has the subscription
+        # would push to nobody (the resync after subscribing brings the state, not a push).
+        await eventually(lambda: subscribed(node))
         twin = node.venue.twin if node.venue else None
         assert twin is not None
         twin.set_mark("ETH-USD", Decimal("1998.5"))  # crosses the buy at 1999

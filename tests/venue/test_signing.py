@@ -383,8 +383,10 @@ def test_signers_have_no_instance_dict(signer: Signer) -> None:
 
 
 def test_fast_paths_are_active() -> None:
-    # The 5x speed target relies on them; a dependency upgrade that breaks the private
-    # bindings silently falls back to the public API, and this test says so.
+    # What a fresh install gives: cffi is a declared dependency, so pycryptodome binds through
+    # it and both fast paths load. A dependency upgrade that breaks the private bindings
+    # silently falls back to the public API, and this test says so.
+    assert importlib.import_module("Crypto.Util._raw_api").backend == "cffi"
     assert signing._keccak256 is not signing._public_keccak256
     assert signing._digest_signer is not signing._public_digest_signer
 
