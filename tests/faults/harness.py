@@ -40,6 +40,8 @@ SEED_QUANTITY: Final = Decimal("5")
 SEED_ID: Final = "seed1"
 UNKNOWN_WINDOW_S: Final = 2.0
 QUIET_TIMEOUT_S: Final = UNKNOWN_WINDOW_S + 8.0
+TERMINAL: Final = frozenset({"FILLED", "REJECTED", "LOST", "AMBIGUOUS"})
+"""Final states of an intent (OrderStatus values, compared by name)."""
 FAST_EXECUTION: Final[dict[str, Any]] = {
     "calls_per_second": 1000,
     "retry_base_s": 0.02,
@@ -145,6 +147,8 @@ class Case:
     execution: Mapping[str, Any] = attrs.Factory(dict)
     fired: Callable[[Run], bool] | None = None
     """True when the run shows the fault was injected (a fault that never fired proves nothing)."""
+    stop_after_bursts: int | None = None
+    """Stop the node gracefully once this many bursts are submitted (not waiting for quiet)."""
 
 
 @attrs.define
@@ -173,8 +177,7 @@ def is_quiet(node: Node, trader: FaultTrader) -> bool:
     if engine is None or not trader.done_submitting or not engine.idle or engine.unknown_count:
         return False
     final = trader.final
-    terminal = ("FILLED", "REJECTED", "LOST", "AMBIGUOUS")
-    return all(final.get(coid) in terminal for coid in trader.submitted)
+    return all(final.get(coid) in TERMINAL for coid in trader.submitted)
 
 
 def books_agree(node: Node, twin: VenueTwin) -> bool:
@@ -225,16 +228,23 @@ async def run_case(case: Case) -> Run:
                 twin.faults.configure(**case.faults)
                 trader.armed = True
                 t0 = time.monotonic()
-                quiet = await settle(lambda: is_quiet(node, trader), QUIET_TIMEOUT_S)
+                if case.stop_after_bursts is not None:
+                    stop_at = case.stop_after_bursts
+                    await eventually(lambda: trader.bursts_done >= stop_at)
+                    quiet = False  # decided once the node has stopped
+                else:
+                    quiet = await settle(lambda: is_quiet(node, trader), QUIET_TIMEOUT_S)
+
+                    def delivered() -> bool:
+                        listed = {m.id for m in twin_matches(twin, PAIR)} - baseline
+                        return listed <= {m.id for m in trader.matches}
+
+                    await settle(delivered, 2.0)
+                    twin.faults.clear()
+                    await settle(lambda: books_agree(node, twin), 3.0)
                 quiet_s = time.monotonic() - t0
-
-                def delivered() -> bool:
-                    listed = {m.id for m in twin_matches(twin, PAIR)} - baseline
-                    return listed <= {m.id for m in trader.matches}
-
-                await settle(delivered, 2.0)
-                twin.faults.clear()
-                await settle(lambda: books_agree(node, twin), 3.0)
+            if case.stop_after_bursts is not None:
+                quiet = all(trader.final.get(c) in TERMINAL for c in trader.submitted)
     return Run(
         case, twin, truth, node, trader, summary, baseline, quiet, quiet_s,
         time.monotonic() - began,

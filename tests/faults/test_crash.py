@@ -32,8 +32,15 @@ import pytest
 from framework.engine.intents import OrderStatus
 from framework.live.journal import Journal
 from framework.twin.server import VenueTwin
-from tests.faults.harness import QUIET_TIMEOUT_S, check_knobs, seed_position, settle, still_twin
-from tests.faults.invariants import TERMINAL, some
+from tests.faults.harness import (
+    QUIET_TIMEOUT_S,
+    TERMINAL,
+    check_knobs,
+    seed_position,
+    settle,
+    still_twin,
+)
+from tests.faults.invariants import some
 from tests.faults.trader import PAIR
 from tests.faults.truth import Truth, twin_matches
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.faults.harness import Case, Run, run_case
-from tests.faults.invariants import assert_run
+from tests.faults.invariants import assert_run, some
 
 pytestmark = pytest.mark.anyio
 
@@ -140,4 +140,23 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 async def test_invariants_hold_over_a_whole_run(case: Case) -> None:
     run = await run_case(case)
+    assert_run(run)
+
+
+GRACEFUL_STOP = Case(
+    "graceful_stop_mid_burst",
+    faults={"answer_delay_s": 0.3},
+    execution={"max_inflight": 1},
+    stop_after_bursts=3,
+    fired=_counted("delayed_answers"),
+)
+
+
+async def test_a_graceful_stop_with_batches_in_flight_and_queued_makes_no_unknown_order() -> None:
+    run = await run_case(GRACEFUL_STOP)
+    unknown = sorted({u.client_order_id for u in run.trader.updates if str(u.status) == "UNKNOWN"})
+    assert not unknown, (
+        f"a graceful stop left {len(unknown)} of {len(run.trader.submitted)} intents UNKNOWN "
+        f"({some(unknown)}); summary orders_unknown {run.summary.get('orders_unknown')}"
+    )
     assert_run(run)
