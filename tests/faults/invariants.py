@@ -11,7 +11,8 @@
 5. the node's position equals the twin's once quiet;
 6. no older balance overwrote a newer one: the node's balance equals the twin's, and its
    logId is the twin's newest (not above it, and below it only after a reconnect lost pushes);
-7. an order the venue executed is never REJECTED;
+7. an order the venue executed is never REJECTED, and a REJECTED carries a code SPEC section 7
+   lists (or one of the framework's own 9xxx codes), never an HTTP status or unlisted code;
 8. no intent is FILLED unless the venue executed it; an update's order_id, and the order of
    a match linked to an intent, are the twin's orderId for that clientOrderId;
 9. every fill the twin has for the account reaches the strategy.
@@ -27,11 +28,17 @@ from typing import Any, Final
 import orjson
 
 from framework import OrderUpdate
+from framework.engine.risk import FRAMEWORK_CODES
 from tests.faults.harness import COIN, QUIET_TIMEOUT_S, SEED_ID, TERMINAL, Run
 from tests.faults.trader import PAIR
 from tests.faults.truth import twin_net_quantity
 
 K_OF_N: Final = re.compile(r"\b(\d+) of (\d+)\b")
+SPEC_CODES: Final = frozenset(
+    {2001, 2002, 2102, 2122, 2123, 2124, 2201, 2301, 2302, 2303, 2304, 2305, 2306, 2307}
+    | {2310, 2312, 2316, 2317, 2318, 2325, 2329, 2330, 2331, 4001}
+)
+"""The codes of SPEC section 7: the only venue codes that refuse."""
 ENGINE_FIGURES: Final = (
     "orders_unknown",
     "orders_ambiguous",
@@ -167,11 +174,17 @@ def violations(run: Run) -> list[str]:
         )
 
     refused = sorted(c for c in executed if any(str(u.status) == "REJECTED" for u in history[c]))
-    if refused:
+    unlisted = Counter(
+        u.code
+        for u in trader.updates
+        if str(u.status) == "REJECTED" and u.code not in SPEC_CODES | FRAMEWORK_CODES.keys()
+    )
+    if refused or unlisted:
         codes = Counter(u.code for c in refused for u in history[c] if str(u.status) == "REJECTED")
         out.append(
             f"7 executed never REJECTED: {len(refused)} of {len(executed)} orders the venue "
-            f"executed were reported REJECTED (codes {dict(codes)})"
+            f"executed were reported REJECTED (codes {dict(codes)}); {sum(unlisted.values())} "
+            f"REJECTED updates carry a code SPEC 7 does not list ({dict(unlisted)})"
         )
 
     ghosts = sorted(
