@@ -14,8 +14,9 @@
 7. an order the venue executed is never REJECTED, and a REJECTED carries a code SPEC section 7
    lists (or one of the framework's own 9xxx codes), never an HTTP status or unlisted code;
 8. no intent is FILLED unless the venue executed it; an update's order_id, and the order of
-   a match linked to an intent, are the twin's orderId for that clientOrderId; an AMBIGUOUS
-   group's "k of n" counts the members the venue executed;
+   a match linked to an intent, are the twin's orderId for that clientOrderId; a group
+   match's candidates include the intent it filled; an AMBIGUOUS group's "k of n" counts the
+   members the venue executed;
 9. every fill the twin has for the account reaches the strategy.
 """
 
@@ -204,6 +205,12 @@ def violations(run: Run) -> list[str]:
         for m in trader.matches
         if m.client_order_id is not None and m.entrust_id != executed.get(m.client_order_id)
     ]
+    owner = {oid: c for c, oid in executed.items()}
+    outside = [
+        m.id
+        for m in trader.matches
+        if getattr(m, "candidates", ()) and owner.get(m.entrust_id) not in m.candidates
+    ]
     miscounted = []
     for u in trader.updates:
         group = getattr(u, "group", ())
@@ -214,11 +221,12 @@ def violations(run: Run) -> list[str]:
         truly = sum(1 for c in group if c in executed)
         if said != truly:
             miscounted.append(f"{said}/{truly} of {len(group)}")
-    if ghosts or wrong_ids or wrong_links or miscounted:
+    if ghosts or wrong_ids or wrong_links or outside or miscounted:
         out.append(
             f"8 FILLED only if executed: {len(ghosts)} intents FILLED that the venue never "
             f"executed; {len(wrong_ids)} intents with an update naming another order's id; "
             f"{len(wrong_links)} matches linked to an intent whose order they are not; "
+            f"{len(outside)} group matches whose candidates leave out the intent they filled; "
             f"{len(miscounted)} AMBIGUOUS groups whose 'k of n' is not what the venue executed "
             f"(said/executed: {some(miscounted)}) "
             f"(of {n} intents, {len(executed)} executed, {len(trader.matches)} matches)"
