@@ -362,9 +362,11 @@ class ExecutionEngine:
             )
             self._batcher.retry_later(batch, now + int(delay * 1000))
             if self._journal is not None:
-                # Surely not executed: a restart may send it again.
+                # Surely not executed: a restart may send it again. Committed now, so a kill
+                # during the backoff does not leave these intents in doubt.
                 self._journal.mark_sent(batch.client_order_ids, False)
                 self._dirty = True
+                self.flush()
             self._release_early()  # surely not executed: a held match is none of its orders
             return
         self._batcher.done()

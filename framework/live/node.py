@@ -173,7 +173,9 @@ class Node:
             # Start-up happens outside the task group so a FatalError arrives unwrapped.
             await self._start(stack)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch_signals)
+                # Signals are watched before strategies start: a SIGTERM from then on is a
+                # graceful stop, never the default handler's kill.
+                await tg.start(self._watch_signals)
                 await self._start_tasks(tg)
                 with anyio.move_on_after(float("inf") if duration is None else duration):
                     await self._stop.wait()
@@ -184,8 +186,11 @@ class Node:
         log.info("stopped", extra={"reason": self.stop_reason})
         return self.summary()
 
-    async def _watch_signals(self) -> None:
+    async def _watch_signals(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()
             async for signum in signals:
                 name = signal.Signals(signum).name
                 if self._stop.is_set():

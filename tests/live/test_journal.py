@@ -313,3 +313,19 @@ def test_a_match_held_for_an_answer_survives_a_kill_and_is_published_at_restart(
     assert published.match.client_order_id == coid  # type: ignore[union-attr]
     restarted.flush()
     assert Journal.open(path).load_matches("pf") == []  # decided: no longer kept
+
+
+def test_a_busy_answer_is_committed_at_once_so_a_kill_in_the_backoff_resends(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    engine = engine_on(Journal.open(path), clock, [])
+    coid = engine.submit("s", intent())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    assert Journal.open(path).status_of(coid) == (OrderStatus.PENDING, True, None)
+    engine.on_failure(batch, BusyError(2329, "busy"))
+    # killed in the backoff: another reader already sees the intent as never sent
+    assert Journal.open(path).status_of(coid) == (OrderStatus.PENDING, False, None)
