@@ -48,7 +48,8 @@ import orjson
 
 from framework.backtest.recording import LineRecord, RecordingReader
 from framework.backtest.scan import PriceFinder
-from framework.backtest.timeline import ReplayClock, Timeline
+from framework.backtest.timeline import Timeline
+from framework.engine.clock import VirtualClock
 from framework.engine.events import AccountChanged, PositionChanged
 from framework.engine.matches import MatchCursor, MatchRound
 from framework.engine.portfolio import FilingQueues, Portfolio
@@ -108,7 +109,7 @@ class Replayer:
     def __init__(
         self,
         *,
-        clock: ReplayClock,
+        clock: VirtualClock,
         timeline: Timeline,
         route: Callable[[PositionPush | AccountPush], None],
         on_match: Callable[[MatchRecord], None],

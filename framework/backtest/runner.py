@@ -1,10 +1,11 @@
 """The backtest runner: a config and a recording in, report data out (see :class:`Backtest`).
 
-A backtest is built like the live node (one Bus, one Portfolio fed through push_router, the
-config's strategies loaded by ``module:Class`` and attached with the same dispatch rule, one
-ExecutionEngine with the config's ``execution`` settings) and differs only at the edges: a
-:class:`~framework.backtest.timeline.ReplayClock`, the recording instead of the stream and the
-poller, a :class:`~framework.backtest.paper.PaperVenue` instead of the REST client.
+A backtest is built through the same :class:`~framework.engine.kernel.Kernel` as the live
+node (one Bus, one Portfolio fed through the kernel's frame intake, the config's strategies
+built and attached one way, one ExecutionEngine with the config's ``execution`` settings) and
+differs only at the edges: a :class:`~framework.engine.clock.VirtualClock` set by the replay,
+the recording instead of the stream and the poller, a
+:class:`~framework.backtest.paper.PaperVenue` instead of the REST client.
 
 The config file is the live one plus an optional ``backtest:`` section
 (:class:`BacktestSettings`), which :func:`load_backtest_config` takes out before the live
@@ -32,16 +33,18 @@ from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
-from framework.backtest.timeline import PRICES, SAMPLES, Repeating, ReplayClock, Timeline
+from framework.backtest.timeline import PRICES, SAMPLES, Repeating, Timeline
 from framework.config import Config, parse_config
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
-from framework.engine.events import BalanceSynced, MatchFilled, Started, Stopping, Timer
+from framework.engine.clock import VirtualClock
+from framework.engine.events import BalanceSynced, MatchFilled, Timer
 from framework.engine.execution import ExecutionEngine
-from framework.engine.portfolio import Portfolio, push_router
-from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
+from framework.engine.kernel import Kernel, StrategyFactory
+from framework.engine.portfolio import Portfolio
+from framework.engine.strategy import Strategy
 from framework.venue.errors import ConfigError
-from framework.venue.models import AccountBalance, MatchRecord
+from framework.venue.models import AccountBalance
 
 __all__ = [
     "Backtest",
@@ -200,11 +203,9 @@ class BacktestResult:
 class Backtest:
     """One dry run: a recording replayed through the live code against a paper venue.
 
-    Built like the live node: one Bus, one Portfolio (fed through push_router), the
-    strategies of the config loaded by ``module:Class`` and attached with the same dispatch
-    rule, one ExecutionEngine with the config's ``execution`` settings (risk checks
-    included). Only the edges differ: a :class:`ReplayClock`, the recording instead of the
-    stream and poller, a :class:`PaperVenue` instead of the REST client.
+    Built through the kernel, as the live node: only the edges differ (a VirtualClock set by
+    the replay, the recording instead of the stream and poller, a :class:`PaperVenue`
+    instead of the REST client).
     """
 
     def __init__(
@@ -213,7 +214,7 @@ class Backtest:
         recording: str | Path,
         settings: BacktestSettings | None = None,
         *,
-        strategies: Sequence[Callable[[BasicContext], Strategy]] | None = None,
+        strategies: Sequence[StrategyFactory] | None = None,
         lazy: bool = True,
     ) -> None:
         self.config = config
@@ -268,11 +269,10 @@ class Backtest:
 
             track = PriceTrack.later(load, found)
         start = index.first_ts or 0
-        clock = ReplayClock(start)
+        clock = VirtualClock(start)
         timeline = Timeline(clock)
-        bus = Bus()
-        portfolio = Portfolio()
-        route = push_router(portfolio, bus.publish)
+        kernel = Kernel(config, clock)
+        bus, portfolio, route = kernel.bus, kernel.portfolio, kernel.intake
         coins = {pair: config.settle_coin(pair) for pair in config.pairs}
         paper = PaperVenue(
             settings.paper,
@@ -282,11 +282,7 @@ class Backtest:
             now_ms=clock.now_ms,
             coins=coins,
         )
-        engine = ExecutionEngine(
-            config.execution,
-            rules=config.pairs,
-            publish=bus.publish,
-            now_ms=clock.now_ms,
+        engine = kernel.build_engine(
             ids=ClientIdGenerator.ephemeral("bt", now_ms=start, random_bits=settings.seed),
             mark_price=paper.mark,
             random=random.Random(settings.seed).random,
@@ -311,10 +307,7 @@ class Backtest:
                 interval, _TimerFire(bus, clock, strategy, name), first_ms=clock.ms + interval
             )
 
-        context = BasicContext(portfolio, clock, engine.submit, schedule)
-        strategies = self._strategies(context)
-        for strategy in strategies:
-            attach(bus, strategy)
+        strategies = kernel.load_strategies(schedule=schedule, factories=self._factories)
         collector = ReportCollector(
             bus,
             paper,
@@ -323,11 +316,7 @@ class Backtest:
             skip_quiet=self.lazy,
         )
 
-        def on_match(match: MatchRecord) -> None:
-            event = engine.attribute(match)
-            if event is not None:  # None: held by the engine, published when decided
-                bus.publish(event)
-
+        on_match = kernel.on_match
         handlers = bus.handler_map()
 
         listening: list[Any] = [None, False]  # the MatchFilled handlers last looked at
@@ -380,7 +369,7 @@ class Backtest:
             balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=Decimal(0))
             if portfolio.apply_balance(balance, coin=coin):
                 bus.publish(BalanceSynced(balance))
-        bus.publish(Started(clock.now()))
+        kernel.start()
         replayer.settle()
         total = reader.size
         stats = replayer.run(
@@ -388,7 +377,7 @@ class Backtest:
         )
         stats.first_ts = index.first_ts
         stats.last_ts = max(index.last_ts or start, clock.ms)
-        self._stop(bus, clock, timeline, engine, replayer, poll, [*periodic, *timers.values()])
+        self._stop(kernel, timeline, replayer, poll, [*periodic, *timers.values()])
         collector.sample()
         results = collector.results(stats, engine.counters())
         results["recording"]["file"] = self.recording.name
@@ -410,45 +399,46 @@ class Backtest:
             scan_s=scanned - began,
         )
 
-    def _strategies(self, context: BasicContext) -> list[Strategy]:
-        if self._factories is not None:
-            return [factory(context) for factory in self._factories]
-        out = []
-        for spec in self.config.strategies:
-            cls = load_strategy(spec.class_)
-            out.append(cls(spec.name, context, spec.params, pairs=spec.pairs))
-        return out
-
     def _stop(
         self,
-        bus: Bus,
-        clock: ReplayClock,
+        kernel: Kernel,
         timeline: Timeline,
-        engine: ExecutionEngine,
         replayer: Replayer,
         poll: Callable[[], None],
         periodic: list[Repeating],
     ) -> None:
-        """As the node stops: timers and polls end, Stopping (on_stop), the drain, a last poll.
+        """The live node's stop protocol on virtual time (see framework.live.node).
 
-        Only what is in flight runs during the drain (answers, retries, the engine's
-        deadlines), for at most ``execution.drain_timeout_s`` of virtual time.
+        Timers and polls end; what is in flight is answered and a last poll delivers late
+        fills (reactions are sent too); Stopping (on_stop) and the same settling; then the
+        engine closes. Only what is in flight runs meanwhile (answers, retries, the engine's
+        deadlines), for at most ``execution.drain_timeout_s`` of virtual time in all.
         """
         for repeating in periodic:
             repeating.cancel()
-        bus.publish(Stopping(clock.now(), "end of recording"))
-        replayer.settle()
-        horizon = clock.ms + int(self.config.execution.drain_timeout_s * 1000)
-        while not engine.idle and timeline.due_at <= horizon:
-            timeline.run_until(timeline.due_at, replayer.settle)
-        poll()
-        replayer.settle()
+        engine = kernel.engine
+        horizon = kernel.clock.now_ms() + int(self.config.execution.drain_timeout_s * 1000)
+
+        def settle() -> None:
+            for _ in range(3):
+                replayer.settle()
+                while not engine.idle and timeline.due_at <= horizon:
+                    timeline.run_until(timeline.due_at, replayer.settle)
+                poll()
+                replayer.settle()
+                if engine.idle:
+                    return
+
+        settle()
+        kernel.stopping("end of recording")
+        settle()
+        kernel.close()
 
 
 @attrs.define(slots=True, eq=False)
 class _TimerFire:
     bus: Bus
-    clock: ReplayClock
+    clock: VirtualClock
     strategy: str
     name: str
 

@@ -1,7 +1,7 @@
 """Virtual time for a replay: a clock set by the recording, and callbacks due at virtual times.
 
-:class:`ReplayClock` is the :class:`framework.engine.clock.Clock` of a backtest: its time is
-the record being replayed. :class:`Timeline` runs what is due in between records, in time
+:class:`framework.engine.clock.VirtualClock` is the clock of a backtest: its time is the
+record being replayed. :class:`Timeline` runs what is due in between records, in time
 order: strategies' timers, the virtual match polls, the paper venue's price points, report
 samples, the execution engine's answers and deadlines. Callbacks of one ms run by rank
 (:data:`PRICES`, :data:`SAMPLES`, then :data:`NORMAL`), then in the order they were booked.
@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from datetime import datetime
 from typing import Final
 
 import attrs
 
-from framework.engine.clock import datetime_of_ms
+from framework.engine.clock import VirtualClock
 
-__all__ = ["NORMAL", "PRICES", "SAMPLES", "Repeating", "ReplayClock", "Timeline"]
+__all__ = ["NORMAL", "PRICES", "SAMPLES", "Repeating", "Timeline"]
 
 _NEVER: Final = 1 << 62
 
@@ -30,37 +29,12 @@ NORMAL: Final = 2
 """Timeline rank of everything else (timers, polls, the engine's answers and deadlines)."""
 
 
-class ReplayClock:
-    """Virtual time (a :class:`framework.engine.clock.Clock`): ``ms`` is set by the replay."""
-
-    __slots__ = ("_dt", "_dt_ms", "ms")
-
-    def __init__(self, start_ms: int = 0) -> None:
-        self.ms = start_ms
-        self._dt_ms = -1
-        self._dt = datetime_of_ms(0)
-
-    def __repr__(self) -> str:
-        return f"ReplayClock({self.ms})"
-
-    def now_ms(self) -> int:
-        """The virtual time in epoch milliseconds."""
-        return self.ms
-
-    def now(self) -> datetime:
-        """The virtual time as a UTC datetime, made only when asked (and reused within a ms)."""
-        if self._dt_ms != self.ms:
-            self._dt_ms = self.ms
-            self._dt = datetime_of_ms(self.ms)
-        return self._dt
-
-
 class Timeline:
     """Callbacks due at virtual times, run in time order (then by rank, then as booked)."""
 
     __slots__ = ("_heap", "_seq", "clock", "ran")
 
-    def __init__(self, clock: ReplayClock) -> None:
+    def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
         self._heap: list[tuple[int, int, int, Callable[[], None]]] = []
         self._seq = 0

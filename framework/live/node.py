@@ -35,13 +35,12 @@ import attrs
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.config import Config
-from framework.engine.bus import Bus
 from framework.engine.clock import Clock
-from framework.engine.events import ConnectionChanged, Started, Stopping, Timer
+from framework.engine.events import ConnectionChanged, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
-from framework.engine.portfolio import Portfolio, push_router
-from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
+from framework.engine.kernel import Kernel
+from framework.engine.strategy import Strategy
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor, build_execution
 from framework.live.journal import Journal
@@ -51,7 +50,7 @@ from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.stream import RestResync, StreamClient
 from framework.live.wallclock import WallClock
-from framework.venue.errors import AuthError, FrameworkError, SendFailed
+from framework.venue.errors import AuthError, ConfigError, FrameworkError, SendFailed
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 from framework.venue.signing import make_signer
 
@@ -91,12 +90,13 @@ class Node:
     def __init__(self, config: Config, *, clock: Clock | None = None) -> None:
         self.config = config
         self.clock: Clock = clock or WallClock()
-        self.bus = Bus()
-        self.portfolio = Portfolio()
+        self.kernel = Kernel(config, self.clock)
+        self.bus = self.kernel.bus
+        self.portfolio = self.kernel.portfolio
         self.tallies = _Tallies()
         self.metrics = Metrics(self._metric_tallies) if config.metrics.enabled else None
         self.metrics_port: int | None = None
-        self.strategies: list[Strategy] = []
+        self.strategies: list[Strategy] = self.kernel.strategies
         self.stop_reason = ""
         self.started = anyio.Event()
         self._stop = anyio.Event()
@@ -249,15 +249,12 @@ class Node:
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         # Registered after the REST client, so it runs before the client closes, on any exit.
         stack.callback(self._stop_scheduler)
-        context = BasicContext(self.portfolio, self.clock, self._submit, self._schedule)
+        self.kernel.use_engine(self.engine)
+        try:
+            self.kernel.load_strategies(schedule=self._schedule, submit=self._submit)
+        except ConfigError as exc:  # a strategy that cannot be built: one line, no traceback
+            raise FatalError(str(exc)) from None
         for spec in config.strategies:
-            cls = load_strategy(spec.class_)
-            try:
-                strategy = cls(spec.name, context, spec.params, pairs=spec.pairs)
-            except (ValueError, TypeError, FrameworkError) as exc:
-                raise FatalError(f"strategy {spec.name}: {exc}") from None
-            attach(self.bus, strategy)
-            self.strategies.append(strategy)
             log.info("strategy loaded", extra={"strategy": spec.name, "class": spec.class_})
         pairs, coins = list(config.pairs), config.coins()
         self.poller = MatchPoller(
@@ -332,9 +329,8 @@ class Node:
         )
         # on_start first, always: what recovery publishes (UNKNOWN intents, kept matches)
         # reaches strategies that have set themselves up.
-        self.bus.publish(Started(self.clock.now()))
+        recovered = self.kernel.start()
         log.info("strategies started", extra={"strategies": [s.name for s in self.strategies]})
-        recovered = self.engine.recover() if self.engine is not None else 0
         log.info("journal recovered", extra={"intents_requeued": recovered})
         tg.start_soon(self.executor.run)
         tg.start_soon(self.stream.run)
@@ -364,13 +360,13 @@ class Node:
         self._drain_scope = anyio.CancelScope(shield=True, deadline=anyio.current_time() + timeout)
         with self._drain_scope:
             await self._settle()
-            self.bus.publish(Stopping(self.clock.now(), self.stop_reason))
+            self.kernel.stopping(self.stop_reason)
             log.info("strategies stopped")
             await self._settle()
         if self._drain_scope.cancel_called and not self._force:
             log.warning("stop: drain_timeout_s %.1f s passed with work outstanding", timeout)
         if self.engine is not None:
-            self.engine.close()
+            self.kernel.close()
         if self.journal is not None:
             for coin in self.config.coins():
                 log_id = self.portfolio.log_id(coin)
@@ -402,7 +398,7 @@ class Node:
     # -------------------------------------------------------------------------- callbacks
 
     def _on_frame_handler(self) -> Callable[[PositionPush | AccountPush], None]:
-        route = push_router(self.portfolio, self.bus.publish)
+        route = self.kernel.intake
         tallies = self.tallies
 
         def on_frame(frame: PositionPush | AccountPush) -> None:
@@ -457,10 +453,7 @@ class Node:
         self.tallies.matches += 1
         if match.symbol is not None and match.average_price is not None:
             self._last_price[match.symbol] = match.average_price
-        event = self.engine.attribute(match)
-        # None: seen before the answer of a batch in flight; the engine publishes it later.
-        if event is not None:
-            self._timed("match", self.bus.publish, event)
+        self._timed("match", self.kernel.on_match, match)
 
     def _on_stream_state(self, state: str, detail: str) -> None:
         log.info("stream %s", state, extra={"detail": detail} if detail else None)

@@ -21,7 +21,8 @@ from framework.backtest.replay import Replayer
 from framework.backtest.runner import Backtest, BacktestSettings
 from framework.backtest.scan import scan
 from framework.backtest.synth import SynthSettings, generate
-from framework.backtest.timeline import ReplayClock, Timeline
+from framework.backtest.timeline import Timeline
+from framework.engine.clock import VirtualClock
 from framework.config import parse_config
 from framework.engine.bus import Bus
 from framework.engine.portfolio import Portfolio, push_router
@@ -110,7 +111,7 @@ def test_the_replay_finds_the_prices_the_scan_finds(
     recordings: dict[str, Path], kind: str, positions: Any
 ) -> None:
     path = recordings[kind]
-    clock = ReplayClock(0)
+    clock = VirtualClock(0)
     replayer = Replayer(
         clock=clock,
         timeline=Timeline(clock),

@@ -9,7 +9,8 @@ import orjson
 
 from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer
-from framework.backtest.timeline import PRICES, SAMPLES, ReplayClock, Timeline
+from framework.backtest.timeline import PRICES, SAMPLES, Timeline
+from framework.engine.clock import VirtualClock
 from framework.engine.bus import Bus
 from framework.engine.events import AccountChanged, MatchFilled, PositionChanged
 from framework.engine.portfolio import Portfolio, push_router
@@ -42,7 +43,7 @@ class Harness:
     """A Replayer wired like a backtest: portfolio, bus, and what reached subscribers."""
 
     def __init__(self, **options: Any) -> None:
-        self.clock = ReplayClock(0)
+        self.clock = VirtualClock(0)
         self.timeline = Timeline(self.clock)
         self.bus = Bus()
         self.portfolio = Portfolio()
@@ -189,7 +190,7 @@ def test_a_refused_poll_is_counted(tmp_path: Path) -> None:
 
 
 def test_clock_makes_a_datetime_only_when_asked_and_reuses_it() -> None:
-    clock = ReplayClock(1_700_000_000_000)
+    clock = VirtualClock(1_700_000_000_000)
     first = clock.now()
     assert clock.now() is first
     assert first.isoformat() == "2023-11-14T22:13:20+00:00"
@@ -198,7 +199,7 @@ def test_clock_makes_a_datetime_only_when_asked_and_reuses_it() -> None:
 
 
 def test_timeline_runs_in_time_then_schedule_order_and_cancels() -> None:
-    clock = ReplayClock(0)
+    clock = VirtualClock(0)
     timeline = Timeline(clock)
     ran: list[str] = []
     timeline.at(20, lambda: ran.append("b"))
@@ -213,7 +214,7 @@ def test_timeline_runs_in_time_then_schedule_order_and_cancels() -> None:
 
 
 def test_callbacks_of_a_ms_run_by_rank_then_in_booking_order() -> None:
-    clock = ReplayClock(0)
+    clock = VirtualClock(0)
     timeline = Timeline(clock)
     ran: list[str] = []
     timeline.at(10, lambda: ran.append("normal"))
@@ -227,7 +228,7 @@ def test_callbacks_of_a_ms_run_by_rank_then_in_booking_order() -> None:
 
 
 def test_a_paused_repeating_callback_resumes_at_its_next_time_after_now() -> None:
-    clock = ReplayClock(0)
+    clock = VirtualClock(0)
     timeline = Timeline(clock)
     ran: list[int] = []
     repeat = timeline.every(10, lambda: ran.append(clock.ms), first_ms=0, rank=SAMPLES)

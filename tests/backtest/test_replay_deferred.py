@@ -7,7 +7,8 @@ from typing import Any
 
 from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer, ReplayStats
-from framework.backtest.timeline import ReplayClock, Timeline
+from framework.backtest.timeline import Timeline
+from framework.engine.clock import VirtualClock
 from framework.engine.bus import Bus
 from framework.engine.events import AccountChanged, PositionChanged
 from framework.engine.portfolio import Portfolio, push_router
@@ -35,7 +36,7 @@ class Harness:
     """A Replayer wired like a backtest; listening: the bus has push subscribers from the start."""
 
     def __init__(self, *, listening: bool, **options: Any) -> None:
-        self.clock = ReplayClock(0)
+        self.clock = VirtualClock(0)
         self.timeline = Timeline(self.clock)
         self.bus = Bus()
         self.portfolio = Portfolio()
@@ -159,7 +160,7 @@ def test_without_listeners_every_push_is_decoded_and_routed(tmp_path: Path) -> N
         routed.append(push)
         push_router(portfolio, lambda e: None)(push)
 
-    clock = ReplayClock(0)
+    clock = VirtualClock(0)
     replayer = Replayer(
         clock=clock,
         timeline=Timeline(clock),
@@ -214,7 +215,7 @@ def test_a_subscriber_added_by_a_timer_gets_the_pushes_after_it(tmp_path: Path) 
     with RecordingWriter(path, append=False) as w:
         for ts, log_id in ((100, 1), (200, 2), (400, 3), (500, 4)):
             w.write_ws(ts, account_frame(log_id, str(log_id)))
-    clock = ReplayClock(0)
+    clock = VirtualClock(0)
     timeline = Timeline(clock)
     bus = Bus()
     portfolio = Portfolio()

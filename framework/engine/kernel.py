@@ -1,0 +1,171 @@
+"""The kernel: what live trading and backtesting share, built one way for both runtimes.
+
+A runtime (the live :class:`~framework.live.node.Node`, a
+:class:`~framework.backtest.runner.Backtest`) provides only its edges: the clock, the client
+id generator and journal, how timers are scheduled, a reference price for the risk gate, and
+where batches go (it drives ``kernel.engine`` with its executor). The kernel builds and wires
+everything else from the config::
+
+    kernel = Kernel(config, clock)                  # bus, portfolio, frame intake
+    engine = kernel.build_engine(ids=..., ...)      # the execution engine on kernel.bus
+    kernel.load_strategies(schedule=...)            # context, strategies, dispatch
+    kernel.start()                                  # Started (on_start), then recovery
+    ... edges feed kernel.intake (pushes) and kernel.on_match (match polls) ...
+    kernel.stopping(reason)                         # Stopping (on_stop)
+    kernel.close()                                  # the engine refuses new intents
+
+A strategy whose constructor raises is a :class:`StrategyBuildError` naming it as
+``strategies[N] (name)``, in both runtimes. Event sources are plug-ins at the edges: they
+hand decoded records to ``intake`` or ``on_match``; nothing else in the house changes for a
+new one. Pure: no I/O, no clock of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+
+from framework.config import Config, StrategyConfig
+from framework.engine.bus import Bus
+from framework.engine.client_ids import ClientIdGenerator
+from framework.engine.clock import Clock
+from framework.engine.events import Started, Stopping
+from framework.engine.execution import ExecutionEngine
+from framework.engine.intents import OrderIntent
+from framework.engine.journaling import JournalProtocol
+from framework.engine.portfolio import Portfolio, push_router
+from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
+from framework.venue.errors import ConfigError
+from framework.venue.models import AccountPush, MatchRecord, PositionPush
+
+__all__ = ["Kernel", "StrategyBuildError", "StrategyFactory"]
+
+StrategyFactory = Callable[[BasicContext], Strategy]
+"""Builds one strategy on the kernel's context (tests and sweeps pass these)."""
+
+Scheduler = Callable[[str, str, float], None]
+Submitter = Callable[[str, OrderIntent], str]
+
+
+class StrategyBuildError(ConfigError):
+    """A strategy of the config could not be built; the message names it and says why."""
+
+
+class Kernel:
+    """Bus, portfolio, execution engine and strategies of one runtime, wired one way."""
+
+    def __init__(self, config: Config, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.bus = Bus()
+        self.portfolio = Portfolio()
+        self.intake: Callable[[PositionPush | AccountPush], None] = push_router(
+            self.portfolio, self.bus.publish
+        )
+        """The one frame intake: a decoded push applied to the portfolio, then published."""
+        self.strategies: list[Strategy] = []
+        self._engine: ExecutionEngine | None = None
+
+    def __repr__(self) -> str:
+        return f"Kernel(strategies={[s.name for s in self.strategies]})"
+
+    @property
+    def engine(self) -> ExecutionEngine:
+        """The execution engine (after build_engine or use_engine)."""
+        if self._engine is None:
+            raise RuntimeError("Kernel.engine: build_engine() has not run")
+        return self._engine
+
+    def build_engine(
+        self,
+        *,
+        ids: ClientIdGenerator,
+        journal: JournalProtocol | None = None,
+        mark_price: Callable[[str], Decimal | None] | None = None,
+        random: Callable[[], float] | None = None,
+    ) -> ExecutionEngine:
+        """The execution engine of the config, publishing on the kernel's bus."""
+        config = self.config
+        return self.use_engine(
+            ExecutionEngine(
+                config.execution,
+                rules=config.pairs,
+                publish=self.bus.publish,
+                now_ms=self.clock.now_ms,
+                ids=ids,
+                journal=journal,
+                mark_price=mark_price,
+                random=random,
+            )
+        )
+
+    def use_engine(self, engine: ExecutionEngine) -> ExecutionEngine:
+        """Adopt an engine a runtime built itself (it must publish on kernel.bus)."""
+        self._engine = engine
+        return engine
+
+    def load_strategies(
+        self,
+        *,
+        schedule: Scheduler | None,
+        submit: Submitter | None = None,
+        factories: Sequence[StrategyFactory] | None = None,
+    ) -> list[Strategy]:
+        """Build the config's strategies (or factories') on one context and attach them.
+
+        submit defaults to the engine's; a runtime may wrap it (the live node measures
+        push-to-submit latency). A constructor that raises is a StrategyBuildError.
+        """
+        context = BasicContext(self.portfolio, self.clock, submit or self.engine.submit, schedule)
+        built: list[Strategy] = []
+        if factories is not None:
+            for i, factory in enumerate(factories):
+                name = getattr(factory, "__name__", type(factory).__name__)
+                built.append(_build(i, name, factory, context))
+        else:
+            for i, spec in enumerate(self.config.strategies):
+                cls = load_strategy(spec.class_)
+                built.append(_build(i, spec.name, _constructor(cls, spec), context))
+        for strategy in built:
+            attach(self.bus, strategy)
+        self.strategies.extend(built)
+        return built
+
+    def on_match(self, match: MatchRecord) -> None:
+        """The one match intake: linked by the engine, then published (or held by it)."""
+        event = self.engine.attribute(match)
+        if event is not None:  # None: held until an answer names its order
+            self.bus.publish(event)
+
+    def start(self) -> int:
+        """Started (every strategy's on_start), then the engine's restart recovery.
+
+        Returns how many journaled intents recovery queued. Strategies get on_start before
+        anything recovery publishes.
+        """
+        self.bus.publish(Started(self.clock.now()))
+        return self.engine.recover()
+
+    def stopping(self, reason: str) -> None:
+        """Stopping: every strategy's on_stop (which may still submit)."""
+        self.bus.publish(Stopping(self.clock.now(), reason))
+
+    def close(self) -> int:
+        """The end of a stop: the engine refuses what is queued and every later intent."""
+        return self.engine.close()
+
+
+def _constructor(cls: type[Strategy], spec: StrategyConfig) -> StrategyFactory:
+    def make(context: BasicContext) -> Strategy:
+        return cls(spec.name, context, spec.params, pairs=spec.pairs)
+
+    return make
+
+
+def _build(index: int, name: str, make: StrategyFactory, context: BasicContext) -> Strategy:
+    try:
+        return make(context)
+    except Exception as exc:
+        raise StrategyBuildError(
+            f"strategies[{index}] ({name}): {type(exc).__name__}: {exc}"
+        ) from exc
