@@ -21,6 +21,7 @@ import attrs
 
 from framework.backtest.report import write_report
 from framework.backtest.runner import Backtest, BacktestResult, load_backtest_config
+from framework.cli import add_strategy_dirs
 from framework.venue.errors import ConfigError, FrameworkError
 
 __all__ = ["backtest_main", "record_main"]
@@ -44,6 +45,7 @@ def backtest_main(argv: list[str]) -> int:
     parser.add_argument("--recording", metavar="PATH", help="recording to replay (.jsonl[.gz])")
     parser.add_argument("--report", metavar="DIR", help="where report.json and .html go")
     args = parser.parse_args(argv)
+    add_strategy_dirs(args.config)  # the same rule as check and live
     try:
         config, settings = load_backtest_config(args.config)
     except ConfigError as exc:
@@ -150,6 +152,7 @@ def record_main(argv: list[str]) -> int:
     if out.exists() and out.stat().st_size > 0 and not args.append:
         print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
         return EXIT_FAILED
+    add_strategy_dirs(args.config)  # the same rule as check and live
     try:
         config, _ = load_backtest_config(args.config)
     except ConfigError as exc:

@@ -1,7 +1,9 @@
 """``python run.py live`` and ``python run.py check``: the daemon's command line.
 
-``check -c FILE`` validates a configuration, strategy classes included: exit 0 with one
-``ok`` line, or exit 1 with one ``path: problem (line N)`` line per problem on stderr.
+``check -c FILE`` validates a configuration, strategy classes included, and builds each
+strategy without a venue: exit 0 with one ``ok`` line, or exit 1 with one
+``path: problem (line N)`` line per problem (``strategies[N] (name): error`` for a strategy
+that cannot be built) on stderr.
 
 ``live -c FILE [--duration S]`` runs the node until SIGINT, SIGTERM or the duration, then
 prints one final line ``summary {json}`` on stdout and exits 0. Logs go to stderr. A
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
 
+from framework.cli import add_strategy_dirs
 from framework.config import Config, load_config
 from framework.live.logs import configure_logging, redact
 from framework.venue.errors import ConfigError
@@ -54,9 +57,7 @@ def _positive(text: str) -> float:
 
 def _load(path: str) -> Config | None:
     """The config, or None after printing its problems to stderr one per line."""
-    # "module:Class" strategies are found from the working directory too, not only beside run.py.
-    if os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
+    add_strategy_dirs(path)  # "module:Class" from the working directory or beside the config
     try:
         return load_config(path)
     except ConfigError as exc:
@@ -71,6 +72,11 @@ def check_main(argv: list[str]) -> int:
     config = _load(args.config)
     if config is None:
         return EXIT_FAILED
+    problems = build_problems(config)
+    if problems:
+        for line in problems:
+            print(line, file=sys.stderr)
+        return EXIT_FAILED
     venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
     strategies = ", ".join(f"{s.name} ({s.class_})" for s in config.strategies)
     print(
@@ -78,6 +84,40 @@ def check_main(argv: list[str]) -> int:
         f"strategies {strategies}"
     )
     return EXIT_OK
+
+
+def build_problems(config: Config) -> list[str]:
+    """Build each strategy as live will, without a venue; one line per strategy that fails."""
+    from framework.engine.portfolio import Portfolio
+    from framework.engine.strategy import BasicContext, load_strategy
+    from framework.live.wallclock import WallClock
+
+    ids = iter(range(1, 1_000_000))
+    context = BasicContext(
+        Portfolio(),
+        WallClock(),
+        lambda strategy, intent: f"check-{next(ids)}",
+        lambda strategy, name, every_s: None,
+    )
+    problems = []
+    for i, spec in enumerate(config.strategies):
+        try:
+            cls = load_strategy(spec.class_)
+            cls(spec.name, context, spec.params, pairs=spec.pairs)
+        except Exception as exc:
+            problems.append(f"strategies[{i}] ({spec.name}): {_raised(exc)}")
+    return problems
+
+
+def _raised(exc: BaseException) -> str:
+    """``Type: message (at file.py:line)``: the exception and the innermost frame raising it."""
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" (at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno})"
+    return f"{type(exc).__name__}: {_one_line(exc)}{where}"
 
 
 def summary_line(summary: dict[str, Any]) -> str:

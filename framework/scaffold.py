@@ -1,0 +1,175 @@
+"""``perpframe new-strategy NAME``: write a documented strategy skeleton and a config for it.
+
+NAME.py holds a Strategy subclass with every hook stubbed and explained in one line each;
+NAME.yaml runs it against the embedded venue twin (no credentials), so
+``perpframe check -c NAME.yaml`` passes and ``perpframe live -c NAME.yaml`` trades play money
+at once. Existing files are never overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import keyword
+import sys
+from pathlib import Path
+
+__all__ = ["class_name", "main", "render_config", "render_strategy"]
+
+_STRATEGY = '''\
+"""{cls}: a strategy skeleton written by `perpframe new-strategy` (edit me)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import attrs
+
+from framework import (
+    AccountPush,
+    MatchRecord,
+    OrderIntent,
+    OrderUpdate,
+    PositionPush,
+    Strategy,
+)
+from framework.config import structure_params
+from framework.engine.strategy import StrategyContext
+
+
+class {cls}(Strategy):
+    """Every `every_s` seconds, buy `quantity` of `pair` at market while flat (when `trade`)."""
+
+    @attrs.frozen(kw_only=True)
+    class Params:
+        """The YAML `params:` of this strategy, checked by `perpframe check`."""
+
+        pair: str
+        quantity: Decimal = Decimal("0.01")
+        every_s: float = 5.0
+        trade: bool = False
+
+    def __init__(
+        self, name: str, context: StrategyContext, params: Any = None, **kwargs: Any
+    ) -> None:
+        """Build state only: `check` builds the strategy without a venue, so no I/O here."""
+        super().__init__(name, context, params, **kwargs)
+        self.p = structure_params(self.Params, self.params)
+
+    def on_start(self) -> None:
+        """The node has started (positions and balances synced): schedule timers here."""
+        self.schedule("tick", self.p.every_s)
+
+    def on_timer(self, name: str) -> None:
+        """A timer of this strategy fired; the venue has no market data, so act on time."""
+        if name == "tick" and self.p.trade and self.portfolio.net_quantity(self.p.pair) == 0:
+            # Market order; a limit order sets price=Decimal(...), match_type, lever, position_type.
+            self.submit(OrderIntent(pair=self.p.pair, is_long=True, quantity=self.p.quantity))
+
+    def on_position(self, push: PositionPush) -> None:
+        """A position of a traded pair changed (pushed only when a position changes)."""
+        self.log.info("position %s %s %s", push.symbol, push.direction, push.current_quantity)
+
+    def on_account(self, push: AccountPush) -> None:
+        """A balance of the account changed (pushed only when it changes)."""
+        self.log.info("balance %s available %s", push.symbol, push.available_amount)
+
+    def on_match(self, match: MatchRecord) -> None:
+        """A fill on a traded pair; client_order_id is set only when the order is ours."""
+        if match.client_order_id is not None:
+            self.log.info("filled %s at %s", match.quantity, match.average_price)
+
+    def on_order(self, update: OrderUpdate) -> None:
+        """One of our orders changed status: ACCEPTED, REJECTED (with code), FILLED, UNKNOWN..."""
+        if update.status == "REJECTED":
+            self.log.warning("refused %s: %s %s", update.client_order_id, update.code, update.msg)
+
+    def on_stop(self) -> None:
+        """The node is stopping: last chance to log or submit (there is no cancel)."""
+        self.log.info("stopping with position %s", self.portfolio.net_quantity(self.p.pair))
+'''
+
+_CONFIG = """\
+# {name}: runs {module}.py ({cls}) against the embedded venue twin: no credentials, play money.
+#
+#   perpframe check -c {name}.yaml
+#   perpframe live  -c {name}.yaml --duration 60
+#   perpframe record -c {name}.yaml --out {name}.jsonl.gz --duration 120
+#   perpframe backtest -c {name}.yaml --recording {name}.jsonl.gz
+#
+# {module}.py is found in the working directory or beside this file.
+
+venue:
+  embedded: true
+  twin:
+    prices:
+      tick_interval: 0.25     # a new mark every 250 ms
+      max_step_ticks: 60      # moving up to 60 price ticks
+
+pairs:
+  {pair}: {{}}
+
+polling:
+  match_interval_s: 0.5
+
+strategies:
+  - name: {name}
+    class: {module}:{cls}
+    params:
+      pair: {pair}
+      quantity: "0.01"
+      every_s: 5.0
+      trade: true
+
+logging:
+  level: INFO
+"""
+
+
+def class_name(name: str) -> str:
+    """The CamelCase class name for a module name (my_bot -> MyBot)."""
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Bot"
+
+
+def render_strategy(name: str) -> str:
+    """The text of NAME.py."""
+    return _STRATEGY.format(cls=class_name(name))
+
+
+def render_config(name: str, pair: str = "ETH-USD") -> str:
+    """The text of NAME.yaml."""
+    return _CONFIG.format(name=name, module=name, cls=class_name(name), pair=pair)
+
+
+def main(argv: list[str]) -> int:
+    """Write NAME.py and NAME.yaml into the working directory (or --dir); 0 when written."""
+    parser = argparse.ArgumentParser(
+        prog="perpframe new-strategy",
+        description="Write a documented strategy skeleton NAME.py and a config NAME.yaml "
+        "that runs it against the embedded venue twin.",
+    )
+    parser.add_argument("name", metavar="NAME", help="module name: letters, digits, _")
+    parser.add_argument("--pair", default="ETH-USD", help="pair to trade (default ETH-USD)")
+    parser.add_argument("--dir", default=".", help="where to write (default: here)")
+    args = parser.parse_args(argv)
+    name: str = args.name
+    if not name.isidentifier() or keyword.iskeyword(name) or not name.isascii():
+        parser.error(f"NAME must be a Python module name (letters, digits, _), got {name!r}")
+    if name in sys.stdlib_module_names or name in ("framework", "strategies", "tests"):
+        parser.error(f"NAME {name!r} would shadow a module of that name; choose another")
+    directory = Path(args.dir)
+    targets = {
+        directory / f"{name}.py": render_strategy(name),
+        directory / f"{name}.yaml": render_config(name, args.pair),
+    }
+    existing = [str(p) for p in targets if p.exists()]
+    if existing:
+        print(f"new-strategy: {', '.join(existing)} exists; nothing written", file=sys.stderr)
+        return 1
+    directory.mkdir(parents=True, exist_ok=True)
+    for path, text in targets.items():
+        path.write_text(text, encoding="utf-8")
+    py, yaml = (str(p) for p in targets)
+    print(f"wrote {py} and {yaml}")
+    print(f"next: perpframe check -c {yaml} && perpframe live -c {yaml} --duration 60")
+    return 0
