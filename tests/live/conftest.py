@@ -1,7 +1,7 @@
 """Shared fixtures of the live tests: anyio backend, an eventually() poll helper, the twin.
 
-- ``eventually(predicate, timeout=5.0)``: await until predicate() is true (polls every few
-  milliseconds, never a fixed sleep); fails with the predicate's source line on timeout.
+- ``eventually(predicate, timeout=5.0)``: the one wait of the tests (tests/waiting.py),
+  also as a fixture.
 - ``twin_settings``: the TwinSettings the ``twin`` fixture uses (prices still: no background
   ticks); override the fixture in a test module to change it.
 - ``twin``: a running framework.twin.server.VenueTwin on 127.0.0.1, port 0.
@@ -10,11 +10,8 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
-import anyio
 import pytest
 
 from framework.live.rest import RestClient
@@ -22,26 +19,11 @@ from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
 from framework.twin.settings import PriceSettings, TwinSettings
 from framework.venue.signing import Signer, make_signer
+from tests.waiting import eventually
+
+__all__ = ["Eventually", "eventually"]
 
 Eventually = Callable[..., Awaitable[None]]
-
-
-async def eventually(
-    predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.005
-) -> None:
-    """Wait until predicate() is truthy; AssertionError naming it after timeout seconds."""
-    with anyio.move_on_after(timeout):
-        while True:
-            if predicate():
-                return
-            await anyio.sleep(interval)
-    if predicate():
-        return
-    try:
-        where = inspect.getsource(predicate).strip()
-    except (OSError, TypeError):
-        where = repr(predicate)
-    raise AssertionError(f"not true within {timeout} s: {where}")
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from tests.twin.twin_client import (
     TRADER_API_KEY,
     Clock,
     TwinClient,
-    eventually,
     order,
     recv_json,
 )
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
 

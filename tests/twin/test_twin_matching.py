@@ -160,7 +160,7 @@ async def test_csv_price_track_replays_its_rows(tmp_path: Path, clock: Clock) ->
 
 
 async def test_background_ticks_move_the_mark(make_twin: Callable[..., Any]) -> None:
-    from tests.twin.twin_client import eventually
+    from tests.waiting import eventually
 
     async with make_twin(prices=PriceSettings(tick_interval=0.01, max_step_ticks=50)) as (
         twin,

@@ -10,7 +10,7 @@ import asyncio
 import hashlib
 import hmac
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -210,22 +210,6 @@ class TwinClient:
             **extra,
         }
         return orjson.dumps(message).decode()
-
-
-async def eventually(
-    predicate: Callable[[], bool | Awaitable[bool]], *, timeout: float = 5.0, every: float = 0.01
-) -> None:
-    """Poll until predicate is true; fail after timeout seconds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = predicate()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await asyncio.sleep(every)
 
 
 async def recv_json(ws: Any, timeout: float = 5.0) -> dict[str, Any]:

@@ -1,0 +1,118 @@
+"""The house rules DESIGN.md states, enforced: sans-I/O layers, no import cycles, the public
+API's ``__all__`` with docstrings, one wait helper for the tests."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import framework
+
+ROOT = Path(__file__).resolve().parents[1]
+IO_LIBRARIES = (
+    "aiohttp", "anyio", "apscheduler", "asyncio", "h11", "httpcore", "httpx", "requests",
+    "socket", "sqlite3", "starlette", "uvicorn", "websockets",
+)  # fmt: skip
+SANS_IO = ("framework.venue", "framework.engine")
+
+
+def modules(package: str) -> list[str]:
+    """Every module of a package (recursively), by dotted name."""
+    pkg = importlib.import_module(package)
+    out = [package]
+    for info in pkgutil.walk_packages(pkg.__path__, prefix=package + "."):
+        out.append(info.name)
+    return sorted(out)
+
+
+def test_venue_and_engine_import_no_io_library_even_indirectly() -> None:
+    for package in SANS_IO:
+        for name in modules(package):
+            code = (
+                f"import sys, importlib; importlib.import_module({name!r}); "
+                "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+            )
+            loaded = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+            ).stdout.split()
+            pulled = sorted(set(loaded) & set(IO_LIBRARIES))
+            assert not pulled, f"{name} imports an I/O library (directly or not): {pulled}"
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    """The framework modules a module imports at import time (not under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("framework"))
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module.startswith("framework"):
+                    found.add(node.module)
+            elif isinstance(node, ast.If | ast.Try):
+                visit(node.body)
+                visit(node.orelse)
+
+    visit(tree.body)
+    return found
+
+
+def test_no_import_cycles_in_the_framework() -> None:
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / "framework").rglob("*.py"):
+        rel = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        graph[name] = _imports(path, name)
+    # a module importing a package imports its __init__; both are nodes of the graph
+    for name, deps in graph.items():
+        graph[name] = {d for d in deps if d in graph and d != name}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                cycle = [*stack[stack.index(dep) :], dep]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                walk(dep)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            walk(node)
+
+
+def test_the_public_api_lists_exactly_what_it_exports_each_documented() -> None:
+    exported = set(framework.__all__)
+    public = {n for n in vars(framework) if not n.startswith("_")} - {"annotations"}
+    modules_ = {n for n in public if inspect.ismodule(getattr(framework, n))}
+    assert exported == public - modules_, "framework.__all__ differs from its public names"
+    for name in framework.__all__:
+        obj = getattr(framework, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            doc = inspect.getdoc(obj)
+            assert doc and doc.strip(), f"framework.{name} has no docstring"
+
+
+def test_tests_have_one_wait_helper() -> None:
+    definition = re.compile(r"^\s*(async\s+)?def eventually\(", re.M)
+    defined = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("*.py")
+        if definition.search(path.read_text(encoding="utf-8"))
+    ]
+    assert defined == ["tests/waiting.py"], f"eventually() defined in {defined}"
