@@ -195,7 +195,8 @@ def load_strategy(spec: str) -> type[Strategy]:
         missing = exc.name or module_name
         if module_name == missing or module_name.startswith(missing + "."):
             raise StrategyLoadError(
-                f"strategy class {spec!r}: module {module_name!r} not found"
+                f"strategy class {spec!r}: module {module_name!r} not found (the commands "
+                "look among installed packages, in the working directory and beside the config)"
             ) from None
         raise StrategyLoadError(
             f"strategy class {spec!r}: module {module_name!r} failed to import: {exc}"

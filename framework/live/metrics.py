@@ -6,6 +6,13 @@ push-to-submit latency, is observed directly: the time from an inbound event arr
 strategy's submit made while handling it, labelled by trigger (``push``, ``match`` from a
 poll, or ``timer``). /healthz answers 200 when the stream is connected and the
 poller running, else 503, with every component's state in the body.
+
+Gauges a trader alerts on are read at scrape time from callables the node passes (each
+optional; a gauge whose callable is absent is not exposed): ``perp_position{pair}`` (net
+signed quantity), ``perp_balance{coin,kind}`` (available, frozen), ``perp_pnl{pair,kind}``
+(realized, unrealized, fees), ``perp_resting_orders{pair}``, ``perp_unknown_orders`` and
+``perp_strategies_stopped`` with ``perp_strategy_stopped{strategy}``.
+:func:`portfolio_feeds` builds the position and balance callables from a Portfolio.
 """
 
 from __future__ import annotations
@@ -13,21 +20,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import Any, Final
 
 import anyio
+import attrs
 import orjson
 import uvicorn
-from prometheus_client import CollectorRegistry, Histogram, make_asgi_app
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 
-__all__ = ["COUNTERS", "HEALTHY", "Metrics", "serve_metrics"]
+from framework.engine.portfolio import Portfolio
+
+__all__ = ["COUNTERS", "HEALTHY", "Feeds", "Metrics", "portfolio_feeds", "serve_metrics"]
 
 log = logging.getLogger("framework.metrics")
 
@@ -72,13 +83,136 @@ class _TallyCollector(Collector):
         yield up
 
 
+Amounts = Mapping[str, Decimal | None]
+
+
+@attrs.frozen(kw_only=True)
+class Feeds:
+    """The callables behind the trading gauges, read at scrape time (None: gauge absent)."""
+
+    positions: Callable[[], Mapping[str, Decimal]] | None = None
+    """Pair -> net signed quantity (long positive)."""
+    balances: Callable[[], Mapping[str, Amounts]] | None = None
+    """Coin -> {"available": ..., "frozen": ...}."""
+    pnl: Callable[[], Mapping[str, Amounts]] | None = None
+    """Pair -> {"realized": ..., "unrealized": ..., "fees": ...} (whichever are known)."""
+    resting: Callable[[], Mapping[str, int]] | None = None
+    """Pair -> accepted orders that may still rest on the book."""
+    unknown: Callable[[], int] | None = None
+    """Intents whose outcome is UNKNOWN."""
+    stopped: Callable[[], Collection[str]] | None = None
+    """Names of the strategies stopped for failing."""
+
+
+def _labelled(
+    name: str, help_: str, labels: Sequence[str], rows: Iterator[tuple[tuple[str, ...], float]]
+) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, help_, labels=list(labels))
+    for values, value in rows:
+        family.add_metric(list(values), value)
+    return family
+
+
+class _FeedCollector(Collector):
+    """Exposes the trading gauges from Feeds at scrape time."""
+
+    def __init__(self, feeds: Feeds) -> None:
+        self._feeds = feeds
+
+    def collect(self) -> Iterator[Any]:
+        """One gauge family per feed given."""
+        f = self._feeds
+        if f.positions is not None:
+            positions = f.positions()
+            yield _labelled(
+                "perp_position",
+                "Net position per pair (signed quantity: long positive, short negative)",
+                ["pair"],
+                (((pair,), float(q)) for pair, q in sorted(positions.items())),
+            )
+        if f.balances is not None:
+            yield _labelled(
+                "perp_balance",
+                "Balance per settlement coin (kind: available, frozen)",
+                ["coin", "kind"],
+                _amount_rows(f.balances()),
+            )
+        if f.pnl is not None:
+            yield _labelled(
+                "perp_pnl",
+                "PnL per pair (kind: realized, unrealized, fees)",
+                ["pair", "kind"],
+                _amount_rows(f.pnl()),
+            )
+        if f.resting is not None:
+            resting = f.resting()
+            yield _labelled(
+                "perp_resting_orders",
+                "Accepted orders per pair that may still rest on the book",
+                ["pair"],
+                (((pair,), float(n)) for pair, n in sorted(resting.items())),
+            )
+        if f.unknown is not None:
+            unknown = GaugeMetricFamily(
+                "perp_unknown_orders", "Orders whose outcome is UNKNOWN (taken or not)"
+            )
+            unknown.add_metric([], float(f.unknown()))
+            yield unknown
+        if f.stopped is not None:
+            stopped = sorted(f.stopped())
+            count = GaugeMetricFamily(
+                "perp_strategies_stopped", "Strategies stopped for failing in their hooks"
+            )
+            count.add_metric([], float(len(stopped)))
+            yield count
+            yield _labelled(
+                "perp_strategy_stopped",
+                "1 for each strategy stopped for failing",
+                ["strategy"],
+                (((name,), 1.0) for name in stopped),
+            )
+
+
+def _amount_rows(data: Mapping[str, Amounts]) -> Iterator[tuple[tuple[str, ...], float]]:
+    for key, amounts in sorted(data.items()):
+        for kind, value in sorted(amounts.items()):
+            if value is not None:
+                yield (key, kind), float(value)
+
+
+def portfolio_feeds(
+    portfolio: Portfolio, pairs: Sequence[str], coins: Sequence[str]
+) -> dict[str, Any]:
+    """Feeds' positions and balances from a portfolio: ``Feeds(**portfolio_feeds(...))``."""
+
+    def positions() -> dict[str, Decimal]:
+        return {pair: portfolio.net_quantity(pair) for pair in pairs}
+
+    def balances() -> dict[str, Amounts]:
+        out: dict[str, Amounts] = {}
+        for coin in coins:
+            balance = portfolio.balance(coin)
+            if balance is not None:
+                out[coin] = {
+                    "available": balance.available_amount,
+                    "frozen": balance.frozen_amount,
+                }
+        return out
+
+    return {"positions": positions, "balances": balances}
+
+
 class Metrics:
     """The node's metrics: a private registry, the latency histogram and component states."""
 
-    def __init__(self, read_tallies: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(
+        self, read_tallies: Callable[[], Mapping[str, int]], feeds: Feeds | None = None
+    ) -> None:
         self.registry = CollectorRegistry()
         self.components: dict[str, str] = {"stream": "starting", "poller": "starting"}
         self.registry.register(_TallyCollector(read_tallies, self.components))
+        self.feeds = feeds or Feeds()
+        self.registry.register(_FeedCollector(self.feeds))
         self.submit_latency = Histogram(
             "perp_push_to_submit_seconds",
             "Time from an inbound event (trigger: push, match or timer) to a strategy's "
@@ -101,7 +235,10 @@ class Metrics:
         return {"status": "ok" if self.healthy() else "degraded", **self.components}
 
     def app(self) -> Starlette:
-        """The ASGI app serving /metrics and /healthz."""
+        """The ASGI app serving /metrics (and /metrics/) and /healthz."""
+
+        async def metrics(_: Request) -> Response:
+            return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
 
         async def healthz(_: Request) -> Response:
             return Response(
@@ -113,7 +250,8 @@ class Metrics:
         return Starlette(
             routes=[
                 Route("/healthz", healthz),
-                Mount("/metrics", app=make_asgi_app(registry=self.registry)),
+                Route("/metrics", metrics),
+                Route("/metrics/", metrics),
             ]
         )
 
