@@ -88,7 +88,8 @@ def test_bench_without_the_dev_extra_says_what_to_install(tmp_path: Path) -> Non
     (fake / "__init__.py").write_text(
         "raise ModuleNotFoundError(\"No module named 'eth_account'\", name='eth_account')\n"
     )
-    result = perpframe("bench", "signing", env={"PYTHONPATH": str(tmp_path)})
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    result = perpframe("bench", "signing", env={"PYTHONPATH": path})
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "bench: needs the dev extra (eth_account missing): pip install -e '.[dev]'"

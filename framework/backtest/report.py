@@ -6,14 +6,12 @@ Decimals are written as plain strings, keys are sorted, nothing depends on the w
 on the machine, so the same recording, config and strategies give the same bytes. Timing
 figures are the caller's to print (stdout), never part of report.json.
 
-report.html is one self-contained file (inline SVG drawn here, no script, no network): a
-summary table, the equity curve, the position of each pair over time, and each pair's price
-track with the paper fills on it.
+report.html (:mod:`framework.backtest.report_page`) is one offline page of interactive
+plotly charts and tables built from the same collector.
 """
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -25,10 +23,11 @@ import orjson
 
 from framework.backtest.paper import PAPER_ID_BASE, Fill, PaperVenue
 from framework.backtest.replay import ReplayStats
+from framework.backtest.report_page import render_html
 from framework.engine.bus import Bus
 from framework.engine.clock import datetime_of_ms
 from framework.engine.events import MatchFilled, OrderUpdate
-from framework.engine.intents import OrderStatus
+from framework.engine.intents import OrderIntent, OrderStatus
 from framework.venue.codec import plain_decimal
 
 __all__ = ["REPORT_VERSION", "ReportCollector", "render_html", "write_report"]
@@ -36,7 +35,6 @@ __all__ = ["REPORT_VERSION", "ReportCollector", "render_html", "write_report"]
 REPORT_VERSION: Final = 1
 _ZERO: Final = Decimal(0)
 _PCT: Final = Decimal("0.0001")
-_MAX_PLOT_POINTS: Final = 1500
 
 
 def _d(value: Decimal) -> str:
@@ -92,6 +90,10 @@ class ReportCollector:
         self._max_position: dict[str, Decimal] = {}
         self._max_notional: dict[str, Decimal] = {}
         self._quiet_since = -1  # paper.changes at the last sample taken while idle
+        self.orders: dict[str, dict[str, Any]] = {}
+        """For the page only: client order id -> what is known of the order, in first-seen order."""
+        self.strategy_of_order: dict[int, str] = {}
+        """For the page only: venue order id (paper ids) -> the strategy that owns it."""
         bus.subscribe(OrderUpdate, self._on_order)
         bus.subscribe(MatchFilled, self._on_match)
         paper.on_fill = self._on_fill
@@ -100,11 +102,34 @@ class ReportCollector:
         self.statuses[update.status.value] += 1
         if update.status is OrderStatus.REJECTED and update.code is not None:
             self.rejected_by_code[update.code] += 1
+        order = self.orders.get(update.client_order_id)
+        if order is None:
+            intent = update.intent
+            order = self.orders[update.client_order_id] = {
+                "ts": self._now_ms(),
+                "strategy": update.strategy,
+                "pair": None if intent is None else intent.pair,
+                "side": None if intent is None else ("buy" if intent.is_long else "sell"),
+                "type": None if intent is None else _order_type(intent),
+                "quantity": None if intent is None else intent.quantity,
+                "price": None if intent is None else intent.price,
+                "order_id": None,
+                "code": None,
+                "msg": None,
+            }
+        order["status"] = update.status.value
+        if update.order_id is not None:
+            order["order_id"] = update.order_id
+            self.strategy_of_order[update.order_id] = update.strategy
+        if update.code is not None:
+            order["code"], order["msg"] = update.code, update.msg
 
     def _on_match(self, event: MatchFilled) -> None:
         # External matches are counted by the engine (a replay may count one undecoded).
         if not event.external and event.strategy is not None and event.match.id >= PAPER_ID_BASE:
             self.fills_by_strategy[event.strategy] += 1
+            if event.match.entrust_id is not None:
+                self.strategy_of_order.setdefault(event.match.entrust_id, event.strategy)
 
     @property
     def quiet(self) -> bool:
@@ -223,6 +248,12 @@ class ReportCollector:
         }
 
 
+def _order_type(intent: OrderIntent) -> str:
+    if intent.is_market:
+        return "market"
+    return f"limit {intent.match_type.name}"
+
+
 def _iso(ms: int) -> str:
     return datetime_of_ms(ms).isoformat().replace("+00:00", "Z")
 
@@ -260,214 +291,3 @@ def write_report(
     html_path = target / "report.html"
     html_path.write_text(render_html(results, collector, title=title), encoding="utf-8")
     return json_path, html_path
-
-
-# ---------------------------------------------------------------------------------- html
-
-
-_COLORS: Final = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
-
-
-def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title: str) -> str:
-    """The report as one offline HTML page with inline SVG plots."""
-    paper = collector.paper
-    start = results["period"]["start_ms"]
-    end = max(results["period"]["end_ms"], start + 1)
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p class='sub'>{html.escape(results['period']['start'])} to "
-        f"{html.escape(results['period']['end'])} ({results['period']['duration_s']} s of "
-        f"recording), strategies: {html.escape(', '.join(results['strategies']))}</p>",
-        _summary_table(results),
-    ]
-    for i, (coin, series) in enumerate(sorted(collector.equity.items())):
-        points = _extend(series, end)
-        parts.append(f"<h2>Equity ({html.escape(coin)})</h2>")
-        parts.append(_chart([(coin, _COLORS[i % len(_COLORS)], points, False)], [], start, end))
-    parts.append("<h2>Position over time</h2>")
-    lines = []
-    for i, (pair, changes) in enumerate(sorted(paper.positions.items())):
-        lines.append(
-            (pair, _COLORS[i % len(_COLORS)], _extend([(start, _ZERO), *changes], end), True)
-        )
-    parts.append(_chart(lines, [], start, end) if lines else "<p>No position.</p>")
-    for pair in sorted(paper.positions):
-        parts.append(f"<h2>{html.escape(pair)}: price track and fills</h2>")
-        track = [(p.ts, p.price) for p in paper.track.points if p.pair == pair]
-        marks = [
-            (f.ts, f.price, "#2ca02c" if f.is_long else "#d62728", f.is_long)
-            for f in paper.fills
-            if f.pair == pair
-        ]
-        if not track and not marks:
-            parts.append("<p>No price in the recording for this pair.</p>")
-            continue
-        parts.append(_chart([("price", "#555", track, True)], marks, start, end))
-        parts.append(
-            "<p class='legend'><span style='color:#2ca02c'>&#9650; buy</span> "
-            "<span style='color:#d62728'>&#9660; sell</span></p>"
-        )
-    parts.append("<h2>All results</h2><pre>")
-    parts.append(
-        html.escape(
-            orjson.dumps(results, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
-        )
-    )
-    parts.append("</pre></body></html>\n")
-    return "".join(parts)
-
-
-_CSS: Final = (
-    "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}"
-    "h1{margin-bottom:0}.sub{color:#666}table{border-collapse:collapse;margin:1em 0}"
-    "td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}th{background:#f4f4f4}"
-    "td:first-child{text-align:left}pre{background:#f8f8f8;padding:1em;overflow:auto;"
-    "font-size:12px}svg{background:#fff;border:1px solid #ddd}.legend{font-size:13px}"
-)
-
-
-def _summary_table(results: Mapping[str, Any]) -> str:
-    rows = []
-    orders = results["orders"]
-    rows.append(
-        (
-            "Orders submitted / accepted / rejected",
-            f"{orders['submitted']} / {orders['accepted']} / {orders['rejected']}",
-        )
-    )
-    if orders["rejected_by_code"]:
-        codes = ", ".join(f"{k}: {v}" for k, v in orders["rejected_by_code"].items())
-        rows.append(("Rejected by code", codes))
-    rows.append(
-        (
-            "Fills (maker / taker)",
-            f"{results['fills']['count']} ({results['fills']['maker']} / "
-            f"{results['fills']['taker']})",
-        )
-    )
-    for coin, pnl in results["pnl"].items():
-        rows.append(
-            (
-                f"{coin} equity: initial -> final",
-                f"{pnl['initial_equity']} -> {pnl['final_equity']} ({pnl['return_pct']} %)",
-            )
-        )
-        rows.append(
-            (
-                f"{coin} realized / unrealized PnL",
-                f"{pnl['realized_pnl']} / {pnl['unrealized_pnl']}",
-            )
-        )
-        rows.append((f"{coin} fees", pnl["fees"]))
-        rows.append(
-            (f"{coin} max drawdown", f"{pnl['max_drawdown']} ({pnl['max_drawdown_pct']} %)")
-        )
-    recording = results["recording"]
-    rows.append(("Messages replayed", str(recording["lines"])))
-    rows.append(
-        (
-            "Pushes delivered / superseded",
-            f"{recording['pushes_delivered']} / {recording['pushes_superseded']}",
-        )
-    )
-    body = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f"<table><tr><th>Result</th><th>Value</th></tr>{body}</table>"
-
-
-def _extend(points: Sequence[tuple[int, Decimal]], end: int) -> list[tuple[int, Decimal]]:
-    out = list(points)
-    if out and out[-1][0] < end:
-        out.append((end, out[-1][1]))
-    return out
-
-
-def _thin(points: Sequence[tuple[int, Decimal]]) -> list[tuple[int, float]]:
-    """At most about _MAX_PLOT_POINTS points: each bucket keeps its first, min and max."""
-    if len(points) <= _MAX_PLOT_POINTS:
-        return [(t, float(v)) for t, v in points]
-    size = len(points) // (_MAX_PLOT_POINTS // 3) + 1
-    out: list[tuple[int, float]] = []
-    for i in range(0, len(points), size):
-        bucket = points[i : i + size]
-        chosen = {
-            0,
-            min(range(len(bucket)), key=lambda j: bucket[j][1]),
-            max(range(len(bucket)), key=lambda j: bucket[j][1]),
-        }
-        out.extend((bucket[j][0], float(bucket[j][1])) for j in sorted(chosen))
-    out.append((points[-1][0], float(points[-1][1])))
-    return out
-
-
-_W, _H, _L, _R, _T, _B = 960, 260, 80, 20, 12, 30
-
-
-def _chart(
-    lines: Sequence[tuple[str, str, Sequence[tuple[int, Decimal]], bool]],
-    marks: Sequence[tuple[int, Decimal, str, bool]],
-    start: int,
-    end: int,
-) -> str:
-    thinned = [(label, color, _thin(points), step) for label, color, points, step in lines]
-    values = [v for _, _, pts, _ in thinned for _, v in pts] + [float(p) for _, p, _, _ in marks]
-    if not values:
-        return "<p>No data.</p>"
-    low, high = min(values), max(values)
-    if high == low:
-        low, high = low - 1, high + 1
-    pad = (high - low) * 0.05
-    low, high = low - pad, high + pad
-    span = max(end - start, 1)
-
-    def x(t: int) -> float:
-        return _L + (t - start) / span * (_W - _L - _R)
-
-    def y(v: float) -> float:
-        return _T + (high - v) / (high - low) * (_H - _T - _B)
-
-    out = [
-        f"<svg width='{_W}' height='{_H}' viewBox='0 0 {_W} {_H}' "
-        "xmlns='http://www.w3.org/2000/svg' font-size='11'>"
-    ]
-    for k in range(5):
-        v = low + (high - low) * k / 4
-        out.append(
-            f"<line x1='{_L}' x2='{_W - _R}' y1='{y(v):.1f}' y2='{y(v):.1f}' stroke='#eee'/>"
-        )
-        out.append(f"<text x='{_L - 6}' y='{y(v) + 4:.1f}' text-anchor='end'>{v:.6g}</text>")
-    for k in range(5):
-        t = start + span * k // 4
-        out.append(
-            f"<text x='{x(t):.1f}' y='{_H - 10}' text-anchor='middle'>"
-            f"{datetime_of_ms(t).strftime('%H:%M:%S')}</text>"
-        )
-    for label, color, pts, step in thinned:
-        if not pts:
-            continue
-        coords = []
-        previous: float | None = None
-        for t, v in pts:
-            if step and previous is not None:
-                coords.append(f"{x(t):.1f},{y(previous):.1f}")
-            coords.append(f"{x(t):.1f},{y(v):.1f}")
-            previous = v
-        out.append(
-            f"<polyline fill='none' stroke='{color}' stroke-width='1.5' "
-            f"points='{' '.join(coords)}'><title>{html.escape(label)}</title></polyline>"
-        )
-    for i, (label, color, _, _) in enumerate(thinned):
-        out.append(
-            f"<text x='{_L + 8 + 120 * i}' y='{_T + 12}' fill='{color}'>{html.escape(label)}</text>"
-        )
-    for t, price, color, up in marks[:5000]:
-        px, py = x(t), y(float(price))
-        shape = (
-            f"{px:.1f},{py - 6:.1f} {px - 5:.1f},{py + 4:.1f} {px + 5:.1f},{py + 4:.1f}"
-            if up
-            else f"{px:.1f},{py + 6:.1f} {px - 5:.1f},{py - 4:.1f} {px + 5:.1f},{py - 4:.1f}"
-        )
-        out.append(f"<polygon points='{shape}' fill='{color}'/>")
-    out.append("</svg>")
-    return "".join(out)

@@ -185,10 +185,13 @@ def test_on_order_and_on_match_reach_the_owner(own_recording: Path) -> None:
 def test_the_report_html_is_self_contained(own_recording: Path, tmp_path: Path) -> None:
     assert run_cli(write_config(tmp_path), own_recording, tmp_path / "out") == 0
     page = (tmp_path / "out" / "report.html").read_text()
-    assert page.count("<svg") >= 4  # equity, positions, a price track per pair
-    assert "polyline" in page and "polygon" in page
-    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
-    assert "https://" not in page and "<script" not in page
+    # plotly.js inline, and every chart a plotly div: equity, positions, a price track per pair
+    assert "<script src" not in page and "<link" not in page
+    assert page.count("Plotly.newPlot(") >= 4
+    for part in ("Equity and drawdown", "Position per pair", "price and fills"):
+        assert part in page
+    for table in ("PnL per strategy", "Orders", "Fills"):
+        assert f"<h2>{table}</h2>" in page
     results = orjson.loads((tmp_path / "out" / "report.json").read_bytes())
     assert str(results["fills"]["count"]) in page
 
