@@ -10,8 +10,8 @@ import orjson
 from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer
 from framework.backtest.timeline import PRICES, SAMPLES, Timeline
-from framework.engine.clock import VirtualClock
 from framework.engine.bus import Bus
+from framework.engine.clock import VirtualClock
 from framework.engine.events import AccountChanged, MatchFilled, PositionChanged
 from framework.engine.portfolio import Portfolio, push_router
 from framework.live.recorder import RecordingWriter
