@@ -4,8 +4,8 @@ Pure core: no I/O, time from the ``now_ms`` callable passed in, randomness (retr
 passed in. A driver (``framework.live.executor.LiveExecutor``, or a backtest's paper venue)
 runs the loop::
 
-    batch = engine.next_batch()        # cut when due; buffered PENDING rows committed
-    engine.begin_send(batch)           # 'sent' mark committed: from here on, never resent
+    batch = engine.next_batch()        # cut when due
+    engine.begin_send(batch)           # rows + 'sent' mark, one commit: never resent after
     ... send batch.orders ...
     engine.on_results(batch, results)  # or engine.on_failure(batch, exc)
 
@@ -173,11 +173,15 @@ class ExecutionEngine:
     def _check_user_id(self, client_order_id: str) -> None:
         self._ids.check_user_id(client_order_id)
         journal = self._journal
-        if client_order_id in self._user_ids or (
-            journal is not None and journal.contains(client_order_id)
-        ):
+        # In memory either way: the journal loads the chosen ids it holds once, when opened,
+        # and notes every one added since (journal.add runs for accepted and refused intents).
+        if journal is not None:
+            used = journal.contains(client_order_id)
+        else:
+            used = client_order_id in self._user_ids
+            self._user_ids.add(client_order_id)
+        if used:
             raise ClientIdError(f"client_order_id {client_order_id!r} was already used")
-        self._user_ids.add(client_order_id)
 
     def submit(self, strategy: str, intent: OrderIntent) -> str:
         """Check, journal and queue an intent; returns its client order id at once.
@@ -252,7 +256,7 @@ class ExecutionEngine:
     # -- sending ------------------------------------------------------------------------
 
     def next_batch(self) -> Batch | None:
-        """The next batch due (a retry first), with every buffered journal write committed."""
+        """The next batch due (a retry first); nothing is committed until begin_send()."""
         now = self._now_ms()
         batcher = self._batcher
         batch = batcher.take_retry(now)
@@ -262,11 +266,11 @@ class ExecutionEngine:
                 return None
             batch = Batch(self._next_batch_id, tuple(e.order for e in entries), 0, entries)
             self._next_batch_id += 1
-        self.flush()
         return batch
 
     def begin_send(self, batch: Batch) -> None:
-        """Commit the batch's 'sent' mark: call right before its first byte goes out."""
+        """Commit, in ONE transaction, every buffered write (the batch's intent rows among
+        them) and the batch's 'sent' mark: call right before its first byte goes out."""
         batch.attempt += 1
         journal = self._journal
         if journal is not None:

@@ -2,7 +2,9 @@
 
 The engine writes through :class:`JournalProtocol`; writes are buffered and made durable
 together by :meth:`JournalProtocol.commit`, which the engine calls once per batch before any
-byte of the batch is sent (never once per intent). :mod:`framework.live.journal` implements
+byte of the batch is sent (never once per intent): the batch's intent rows and its 'sent'
+mark go in that one commit, so a batch whose rows are not durable is never sent. A driver
+also commits when idle, so intents queued behind batches in flight become durable soon. :mod:`framework.live.journal` implements
 it over SQLite; tests and backtests may pass ``None`` (no journal) or an in-memory SQLite one.
 
 An intent's row goes through: added PENDING (unsent) -> marked sent (committed right before
@@ -83,7 +85,7 @@ class JournalProtocol(IdSource, Protocol):
         ...
 
     def contains(self, client_order_id: str) -> bool:
-        """True if the id was ever journaled (committed or buffered)."""
+        """True if a strategy-chosen id was ever journaled (an in-memory look-up)."""
         ...
 
     def load_open(self, owner: str) -> list[JournalEntry]:

@@ -1,19 +1,31 @@
 """LiveExecutor: drives the pure execution engine against the venue over a RestClient.
 
-One loop cuts due batches, commits their journal rows, sends each in a task of its own (up
-to ``max_inflight`` at once) and hands the answer or the failure back to the engine; it
-sleeps until the engine's next deadline (linger, token bucket, retry backoff, the UNKNOWN
-window) or until :meth:`LiveExecutor.wake` (the engine's ``on_ready``) or an answer.
-Before each batch: buffered journal rows committed (``after_commit("pending", batch)`` hook),
-then the batch's 'sent' mark committed (``after_commit("sent", batch)``), then the send.
+The engine's ``on_ready`` (every submit) is :meth:`LiveExecutor.wake`, which schedules the
+pump with ``loop.call_soon``: every intent a strategy submits in one call stack (a hook
+calling submit five times) is queued before the pump runs, so they go as one batch, and the
+pump runs right after that call stack, with no task hop. For each batch due, the pump
+commits the buffered journal writes and the batch's 'sent' mark in ONE transaction
+(:meth:`ExecutionEngine.begin_send`; ``after_commit("sent", batch)`` hook), signs the
+request and writes it at once on an idle keep-alive connection of the order path
+(:meth:`RestClient.write_batch`); then a task (started by the loop task: a callback cannot
+start one in the task group) awaits the answer and hands it, or the failure, back to the
+engine. With no idle connection that task connects and sends.
+
+A loop task handles time: it sleeps until the engine's next deadline (linger, token bucket,
+retry backoff, the UNKNOWN window) or until kicked (after each pump and each answer), and
+commits what is buffered when idle or waiting, so intents queued behind batches in flight
+are durable soon (a SIGKILL loses no intent submitted before that commit). The test hook
+``after_commit`` is also called with ``("cut", batch)`` right before a batch's commit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import random
 import secrets
+from collections import deque
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 
@@ -25,8 +37,10 @@ from framework.engine.clock import Clock
 from framework.engine.events import Event
 from framework.engine.execution import Batch, ExecutionEngine, ExecutionSettings
 from framework.live.journal import Journal
+from framework.live.orderpath import Exchange
 from framework.live.rest import RestClient
-from framework.venue.errors import AmbiguousOutcome
+from framework.venue.errors import AmbiguousOutcome, FrameworkError
+from framework.venue.requests import PreparedRequest
 from framework.venue.rules import PairRules
 
 __all__ = ["AfterCommit", "LiveExecutor", "build_execution"]
@@ -34,7 +48,7 @@ __all__ = ["AfterCommit", "LiveExecutor", "build_execution"]
 log = logging.getLogger("framework.executor")
 
 AfterCommit = Callable[[str, Batch], None]
-"""Test hook: called with ("pending" | "sent", batch) right after each journal commit."""
+"""Test hook: called with ("cut", batch) before a batch's commit, ("sent", batch) after it."""
 
 
 class LiveExecutor:
@@ -55,57 +69,115 @@ class LiveExecutor:
         self.clock = clock
         self.after_commit = after_commit
         self._event = anyio.Event()
-        self._woken = False
+        self._kicked = False
         self._progress = anyio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._pump_due = False
+        self._written: deque[tuple[Batch, PreparedRequest, Exchange | None]] = deque()
+        self._error: BaseException | None = None
         self.running = False
 
     def wake(self) -> None:
-        """Ask the loop to look for work (cheap; called on every submit)."""
-        if not self._woken:
-            self._woken = True
+        """Pump right after the current call stack (cheap; called on every submit)."""
+        if self._pump_due:
+            return
+        loop = self._loop
+        if loop is None:  # not running yet: run() pumps when it starts
+            return
+        self._pump_due = True
+        loop.call_soon(self._pump_soon)
+
+    def _kick(self) -> None:
+        """Have the loop task look at the engine's deadlines and buffered writes."""
+        if not self._kicked:
+            self._kicked = True
             self._event.set()
+
+    def _pump_soon(self) -> None:
+        self._pump_due = False
+        if self._tg is None:
+            return
+        try:
+            self._pump()
+        except BaseException as exc:  # a callback's error would only be logged: the loop raises it
+            self._error = exc
+        self._kick()
 
     async def run(self) -> None:
         """Recover the journal's open intents, then send batches until cancelled."""
         engine = self.engine
         engine.recover()
         self.running = True
+        self._loop = asyncio.get_running_loop()
         try:
             async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._warm)
                 while True:
-                    self._woken = False
+                    if self._error is not None:
+                        error, self._error = self._error, None
+                        raise error
+                    self._kicked = False
                     self._event = anyio.Event()
-                    self._pump(tg)
+                    self._pump()
+                    written = self._written
+                    while written:
+                        tg.start_soon(self._answer, *written.popleft())
                     engine.tick()
                     delay_ms = engine.next_wakeup_ms()
                     if engine.idle or delay_ms != 0:
                         engine.flush()
                         if self.journal is not None and engine.idle:
                             self.journal.compact_if_due()
-                    if self._woken:
+                    if self._kicked:
                         continue
                     timeout = math.inf if delay_ms is None else max(delay_ms, 1) / 1000
                     with anyio.move_on_after(timeout):
                         await self._event.wait()
         finally:
+            self._tg = None
+            self._loop = None
+            self._pump_due = False
             self.running = False
+            while self._written:  # written, and no task came to read the answer
+                batch = self._written.popleft()[0]
+                engine.on_failure(batch, AmbiguousOutcome("cancelled while in flight"))
             engine.flush()
 
-    def _pump(self, tg: anyio.abc.TaskGroup) -> None:
+    async def _warm(self) -> None:
+        """Open an order-path connection ahead of the first batch (best effort)."""
+        try:
+            await self.rest.orders.connect()
+        except (FrameworkError, OSError) as exc:
+            log.info("order path: no connection ahead of the first batch (%s)", exc)
+
+    def _pump(self) -> None:
         engine = self.engine
         hook = self.after_commit
+        rest = self.rest
         while (batch := engine.next_batch()) is not None:
             if hook is not None:
-                hook("pending", batch)
-            engine.begin_send(batch)
+                hook("cut", batch)
+            engine.begin_send(batch)  # rows + 'sent' mark durable: only now may bytes leave
             if hook is not None:
                 hook("sent", batch)
-            tg.start_soon(self._send, batch)
+            try:
+                request = rest.prepare_batch(batch.orders)
+                exchange = rest.write_batch(request)
+            except Exception as exc:  # SendFailed: not a byte left (retried); or refused locally
+                engine.on_failure(batch, exc)
+                continue
+            # The answer is awaited by a task the loop task starts (a callback cannot start
+            # one in the task group): a hop after the bytes left, not before.
+            self._written.append((batch, request, exchange))
 
-    async def _send(self, batch: Batch) -> None:
+    async def _answer(
+        self, batch: Batch, request: PreparedRequest, exchange: Exchange | None
+    ) -> None:
         engine = self.engine
         try:
-            results = await self.rest.batch_create(batch.orders)
+            results = await self.rest.finish_batch(request, exchange)
         except anyio.get_cancelled_exc_class():
             # Cancelled mid-call (shutdown without drain): the bytes may have left.
             engine.on_failure(batch, AmbiguousOutcome("cancelled while in flight"))
@@ -114,13 +186,14 @@ class LiveExecutor:
             engine.on_failure(batch, exc)
         else:
             engine.on_results(batch, results)
+        engine.flush()  # the outcome is durable now, before anything else is cut
         self._progress.set()
-        self.wake()
+        self._kick()
 
     async def drain(self, timeout_s: float) -> None:
         """Wait (up to timeout_s) until nothing is queued, in flight or awaiting a retry."""
         engine = self.engine
-        self.wake()
+        self._kick()
         with anyio.move_on_after(timeout_s):
             while not engine.idle:
                 self._progress = anyio.Event()

@@ -11,10 +11,11 @@ read, or when the executor is idle and the log has grown. Cursor writes commit a
 
 Matches the engine keeps (held until an answer names their order, or counted for a group of
 same-looking in-doubt intents) are rows of ``kept_matches``, written in the same commit as
-the intent writes, so a fill the venue listed survives a kill. The match poller's window
-(newest id delivered, the window's floor, ids delivered above it) is ``match_cursors``,
-``match_windows`` and ``seen_matches``; :meth:`Journal.mark_match_seen` commits the buffered
-writes and the delivered id in one transaction.
+the intent writes, so a fill the venue listed survives a kill. The ids strategies chose are
+loaded into memory once at open, so checking a new one for reuse costs no SQL. The match
+poller's window (newest id delivered, the window's floor, ids delivered above it) is
+``match_cursors``, ``match_windows`` and ``seen_matches``; :meth:`Journal.mark_match_seen`
+commits the buffered writes and the delivered id in one transaction.
 
 Durability: ``synchronous=NORMAL`` (the default) survives a killed process, which is what
 the engine's never-send-twice rule relies on; ``FULL`` also survives a power cut, at the
@@ -135,7 +136,7 @@ class Journal:
         self._filled: list[tuple[str, str]] = []
         # match id -> kept row, or None to forget it; the last write of an id wins
         self._kept: dict[int, tuple[int, str, int, bytes] | None] = {}
-        self._user_ids: set[str] = set()  # ids strategies chose, added by this process
+        self._user_ids: set[str] = set()  # ids strategies chose: in the file at open, or added
         self._tag: str | None = None
         self.commits = 0
         self.log_rows = 0  # log rows appended since the last fold
@@ -166,6 +167,11 @@ class Journal:
             raise RuntimeError(f"journal {name}: schema version {version!r}, expected 1")
         journal = cls(conn, name)
         journal.compact()
+        # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of
+        # every process sharing the file, as of now, plus every one this process adds.
+        journal._user_ids.update(
+            coid for (coid,) in conn.execute("SELECT client_order_id FROM intents WHERE user_id")
+        )
         return journal
 
     def __repr__(self) -> str:
@@ -391,13 +397,13 @@ class Journal:
             self.compact(COMPACT_CHUNK)
 
     def contains(self, client_order_id: str) -> bool:
-        """True if the id was journaled before this process opened the journal, or by it."""
-        if client_order_id in self._user_ids or any(a[0] == client_order_id for a in self._adds):
-            return True
-        row = self._conn.execute(
-            "SELECT 1 FROM intents WHERE client_order_id = ?", (client_order_id,)
-        ).fetchone()
-        return row is not None
+        """True if a strategy-chosen id is in the journal (as of open, or added since).
+
+        In memory: the ids were loaded once at open. Generated ids are unique by
+        construction (reserved blocks) and not looked up; a chosen id another process adds
+        to a shared file after this one opened it is not seen.
+        """
+        return client_order_id in self._user_ids
 
     def load_open(self, owner: str) -> list[JournalEntry]:
         """The owner's PENDING, UNKNOWN and ACCEPTED intents in the order they were added."""

@@ -1,11 +1,18 @@
-"""RestClient: the venue's four REST endpoints over one pooled httpx.AsyncClient.
+"""RestClient: the venue's REST endpoints; batchCreate over the order path, the rest on httpx.
 
-This is the only place where httpx errors become framework errors:
+batchCreate goes over :class:`framework.live.orderpath.OrderPath` (keep-alive sockets of its
+own, one write per request, a small response parser: see that module for why and the
+figures); positions, balance and matches over one pooled ``httpx.AsyncClient``. Both
+transports translate their errors with the same two rules, the only place where transport
+errors become framework errors (:func:`~framework.live.orderpath.send_failed`,
+:func:`~framework.live.orderpath.no_answer`):
 
-- connect failures and pool timeouts (no byte reached the venue) -> :class:`SendFailed`;
-- read/write timeouts, resets and protocol errors after sending -> :class:`AmbiguousOutcome`;
+- nothing reached the venue (connect failures, pool timeouts, a first write that failed
+  with zero bytes sent) -> :class:`SendFailed`;
+- read/write timeouts, resets, EOF and protocol errors after sending -> :class:`AmbiguousOutcome`;
 - a body that is not the envelope -> :class:`BadResponse`; an envelope code != 200 -> the
-  matching :class:`VenueError`.
+  matching :class:`VenueError`; HTTP >= 500 -> :class:`ServerFault`
+  (:func:`framework.venue.requests.parse_response`).
 
 Requests are built and responses parsed by the sans-I/O :mod:`framework.venue.requests`.
 """
@@ -19,10 +26,10 @@ from typing import Any
 
 import httpx
 
+from framework.live.orderpath import Exchange, OrderPath, no_answer, send_failed
 from framework.live.wallclock import WallClock
 from framework.venue import models as m
 from framework.venue.codec import DEFAULT_CODEC, Codec
-from framework.venue.errors import AmbiguousOutcome, SendFailed
 from framework.venue.requests import (
     PreparedRequest,
     RequestBuilder,
@@ -69,6 +76,13 @@ class RestClient:
             max_connections=max_connections, max_keepalive_connections=max_connections
         )
         self._client: httpx.AsyncClient | None = None
+        self.orders = OrderPath(
+            self.base_url,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_idle=max_connections,
+        )
+        """The order path's connections (batchCreate)."""
 
     def __repr__(self) -> str:
         return f"RestClient({self.base_url!r})"
@@ -88,7 +102,8 @@ class RestClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool and the order path."""
+        await self.orders.aclose()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -104,14 +119,9 @@ class RestClient:
                 request.method, url, content=request.body, headers=request.headers
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-            raise SendFailed(
-                f"{request.path}: could not send ({type(exc).__name__}: {exc})"
-            ) from None
+            raise send_failed(request.path, exc) from None
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise AmbiguousOutcome(
-                f"{request.path}: no answer after sending ({type(exc).__name__}: {exc}); "
-                "the venue may have executed it"
-            ) from None
+            raise no_answer(request.path, exc) from None
         body = response.content
         if self.observer is not None:
             self.observer(request.path, _strip_timestamp(request.query), body)
@@ -124,8 +134,32 @@ class RestClient:
 
     async def batch_create(self, orders: Sequence[m.OrderInput]) -> list[m.OrderResult]:
         """Create up to 20 orders; more are refused locally with a ParameterError (2001)."""
-        request = self.builder.batch_create(orders, self._now_ms())
-        result: list[m.OrderResult] = await self.call(request)
+        return await self.finish_batch(self.prepare_batch(orders), None)
+
+    def prepare_batch(self, orders: Sequence[m.OrderInput]) -> PreparedRequest:
+        """The signed batchCreate request of orders (ParameterError past 20 or none)."""
+        return self.builder.batch_create(orders, self._now_ms())
+
+    def write_batch(self, request: PreparedRequest) -> Exchange | None:
+        """Write a batchCreate now, from the caller's stack, if a connection is ready.
+
+        None: no idle connection (finish_batch connects and sends). SendFailed: the write
+        failed before any byte left.
+        """
+        return self.orders.write(request)
+
+    async def finish_batch(
+        self, request: PreparedRequest, exchange: Exchange | None
+    ) -> list[m.OrderResult]:
+        """The results of a batchCreate written by write_batch (or send it now if None)."""
+        orders = self.orders
+        if exchange is None:
+            status, body = await orders.send(request)
+        else:
+            status, body = await orders.read(exchange)
+        if self.observer is not None:
+            self.observer(request.path, "", body)
+        result: list[m.OrderResult] = parse_response(request.path, status, body, self._codec)
         return result
 
     async def positions(

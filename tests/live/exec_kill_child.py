@@ -1,7 +1,8 @@
 """Child process of the SIGKILL test (run with ``python -m tests.live.exec_kill_child``).
 
 ``first BASE_URL JOURNAL STAGE BATCH COUNT``: submit COUNT resting buys and SIGKILL this
-process right after the journal commit of stage ("pending" or "sent") of batch number BATCH.
+process at stage "cut" (the batch is cut, its commit not made: nothing of it may leave) or
+"sent" (right after its one commit of rows and 'sent' mark) of batch number BATCH.
 ``restart BASE_URL JOURNAL``: recover from the journal, send what is due, wait until the
 engine is idle and print the engine's counters as JSON.
 """

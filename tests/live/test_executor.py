@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import socket
 from decimal import Decimal
+from pathlib import Path
 
 import attrs
 import orjson
 import pytest
 
+from framework.engine.execution import Batch
 from framework.engine.intents import OrderStatus
+from framework.live.journal import Journal
 from framework.twin.server import VenueTwin
 from tests.live.conftest import Eventually
 from tests.live.executor_fixtures import (
@@ -196,3 +199,32 @@ async def test_orders_of_two_pairs_share_a_call(eventually: Eventually) -> None:
             await eventually(lambda: len(s.updates(OrderStatus.ACCEPTED)) == 2)
         assert twin.counters.batch_calls == 1
         assert accepted_ids(twin) == {btc, eth}
+
+
+async def test_submits_of_one_call_stack_go_as_one_batch_with_one_commit(
+    eventually: Eventually, tmp_path: Path
+) -> None:
+    path = tmp_path / "journal.db"
+    seen: dict[str, list[tuple[OrderStatus, bool] | None]] = {}
+
+    def at_commit(stage: str, batch: Batch) -> None:
+        reader = Journal.open(path)  # what a restart would find at this point
+        try:
+            seen[stage] = [
+                None if (row := reader.status_of(c)) is None else (row[0], row[1])
+                for c in batch.client_order_ids
+            ]
+        finally:
+            reader.close()
+
+    async with VenueTwin(twin_settings(), port=0) as twin:
+        journal = Journal.open(path)
+        async with trading(twin, journal=journal, after_commit=at_commit) as s:
+            await eventually(lambda: s.executor.running and s.rest.orders.connects == 1)
+            ids = [s.engine.submit("s", resting_buy()) for _ in range(5)]  # one hook's worth
+            await eventually(lambda: len(s.updates(OrderStatus.ACCEPTED)) == 5)
+            assert s.rest.orders.connects == 1  # written on the warm keep-alive socket
+        journal.close()
+        assert twin.counters.batch_calls == 1 and accepted_ids(twin) == set(ids)
+    assert seen["cut"] == [None] * 5  # before the batch's commit: nothing of it is durable
+    assert seen["sent"] == [(OrderStatus.PENDING, True)] * 5  # rows and mark: one commit

@@ -1,4 +1,4 @@
-"""A process SIGKILLed around the journal commit, restarted: nothing lost, nothing sent twice."""
+"""A process SIGKILLed around a batch's journal commit, restarted: nothing lost, nothing sent twice."""
 
 from __future__ import annotations
 
@@ -48,12 +48,13 @@ def executed(twin: VenueTwin) -> set[str]:
     return set(twin.exchange.accounts[twin.demo_user_id].client_ids)
 
 
-async def test_killed_after_pending_commit_restart_sends_exactly_the_unsent(
+async def test_killed_before_a_batch_commit_restart_sends_exactly_the_unsent(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "journal.db"
     async with VenueTwin(twin_settings(), port=0) as twin:
-        code, _ = await life("first", twin.base_url, str(path), "pending", "2", "45")
+        # The 45 rows went durable with batch 1's commit; batch 2 dies before its own.
+        code, _ = await life("first", twin.base_url, str(path), "cut", "2", "45")
         assert code == -signal.SIGKILL
         before = journal_statuses(path)
         assert len(before) == 45

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from framework.engine.client_ids import ClientIdGenerator
+from framework.engine.client_ids import ClientIdError, ClientIdGenerator
 from framework.engine.clock import VirtualClock
 from framework.engine.events import Event, OrderUpdate
 from framework.engine.execution import ExecutionEngine, ExecutionSettings
@@ -56,10 +56,10 @@ def test_journal_is_sqlite_in_wal_mode(tmp_path: Path) -> None:
 def test_writes_are_buffered_until_commit(tmp_path: Path) -> None:
     path = tmp_path / "j.db"
     journal = Journal.open(path)
-    journal.add("a-1", "pf", "s", intent(), OrderStatus.PENDING, START_MS)
+    journal.add("a-1", "pf", "s", intent(client_order_id="a-1"), OrderStatus.PENDING, START_MS)
     reader = Journal.open(path)
     assert reader.status_of("a-1") is None
-    assert journal.contains("a-1")
+    assert journal.contains("a-1")  # a chosen id is known from the add, before the commit
     journal.commit()
     assert reader.status_of("a-1") == (OrderStatus.PENDING, False, None)
     journal.mark_sent(["a-1"], True)
@@ -329,3 +329,19 @@ def test_a_busy_answer_is_committed_at_once_so_a_kill_in_the_backoff_resends(
     engine.on_failure(batch, BusyError(2329, "busy"))
     # killed in the backoff: another reader already sees the intent as never sent
     assert Journal.open(path).status_of(coid) == (OrderStatus.PENDING, False, None)
+
+
+def test_chosen_ids_of_an_earlier_life_are_refused_from_memory(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    first = Journal.open(path)
+    events: list[Event] = []
+    engine_on(first, VirtualClock(START_MS), events).submit("s", intent(client_order_id="mine-1"))
+    first.commit()
+    first.close()
+    again = Journal.open(path)
+    engine = engine_on(again, VirtualClock(START_MS), events)
+    again._conn.close()  # no SQL may run for the check: the ids were loaded at open
+    with pytest.raises(ClientIdError, match="already used"):
+        engine._check_user_id("mine-1")
+    engine._check_user_id("mine-2")
+    assert not again.contains("pfk3x9a-0")  # generated ids are not looked up

@@ -1,0 +1,364 @@
+"""Tick-to-trade on loopback: a position push sent -> the batchCreate answering it received.
+
+    python tests/benchmarks/bench_tick_to_trade.py [--pushes 600] [--rounds 3] [--gap-ms 4]
+
+A small local venue runs in a process of its own (``--venue``; NOT the twin's app: an asyncio
+HTTP/1.1 server and a websockets server that only acknowledge subscriptions, push position
+frames, answer REST with success envelopes and timestamp arrivals on one clock,
+``time.perf_counter_ns``). Two clients stay connected to it during the whole run:
+
+(a) the daemon: ``framework.live.node.Node`` with a one-hook strategy (one market order per
+    position push, its client order id naming the push), file journal on in a temp dir;
+(b) a bare floor client written here: asyncio websockets + one raw keep-alive socket + the
+    project's signer, the request written in one write, the answer read by Content-Length.
+
+Rounds alternate (a) and (b); each round pushes ``--pushes`` frames to one client, one at a
+time (the next push goes ``--gap-ms`` after the previous order arrived), and the venue notes
+push-sent -> request-complete for each. The first 10% of each round are warm-up. Printed:
+p50/p99 per round and client, then the median over rounds of each client's p50 and p99, side
+by side, and the difference of the p50s (the daemon's cost over the floor).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import orjson
+from websockets.exceptions import ConnectionClosed
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from framework import OrderIntent, PositionPush, Strategy  # noqa: E402
+
+# A throwaway key published in eth-account's documentation: test data, never real funds.
+KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+API_KEY = "st_bench"
+PAIR = "ETH-USD"
+_COID = re.compile(rb'"clientOrderId":"t(\d+)"')
+
+
+class OnePush(Strategy):
+    """One market order per position push; the client order id names the push."""
+
+    def on_position(self, push: PositionPush) -> None:
+        self.submit(
+            OrderIntent(
+                pair=push.symbol,
+                is_long=True,
+                quantity=Decimal("0.01"),
+                client_order_id=f"t{push.position_id}",
+            )
+        )
+
+
+# ------------------------------------------------------------------------------- the venue
+
+
+def envelope(data: Any) -> bytes:
+    """The SPEC success envelope."""
+    return orjson.dumps({"error": False, "code": 200, "msg": "SUCCESS", "data": data, "sid": "1"})
+
+
+BALANCE = {"userId": 1, "coinId": 1, "symbol": "USD", "availableAmount": "1000000",
+           "frozenAmount": "0"}  # fmt: skip
+
+
+class Venue:
+    """Pushes to one subscribed connection at a time and timestamps the orders that answer."""
+
+    def __init__(self) -> None:
+        self.clients: list[Any] = []
+        self.waiting: dict[int, asyncio.Future[int]] = {}
+        self.next_id = 1
+
+    def arrived(self, body: bytes, now: int) -> bytes:
+        """An order request is complete: note its arrival; the answer echoes its ids."""
+        orders = orjson.loads(body)["orders"]
+        found = _COID.search(body)
+        if found is not None:
+            fut = self.waiting.pop(int(found.group(1)), None)
+            if fut is not None and not fut.done():
+                fut.set_result(now)
+        return envelope(
+            [{"corderId": o["clientOrderId"], "orderId": 7, "pairName": o["pairName"]}
+             for o in orders]
+        )  # fmt: skip
+
+    async def ws_handler(self, ws: Any) -> None:
+        """Acknowledge subscriptions; the connection becomes pushable after its first ack."""
+        with contextlib.suppress(ConnectionClosed):
+            await self._acknowledge(ws)
+
+    async def _acknowledge(self, ws: Any) -> None:
+        registered = False
+        async for message in ws:
+            sub = orjson.loads(message)
+            event = sub.get("event")
+            ack: dict[str, Any] = {"event": f"{event}_res", "method": "SUBSCRIBE",
+                                   "msg": f"subscribe {event} success", "success": True}  # fmt: skip
+            if event == "api_position":
+                ack["pair"] = sub.get("pair")
+            else:
+                ack["symbol"] = sub.get("symbol")
+            await ws.send(orjson.dumps(ack).decode())
+            if not registered and event == "api_position":
+                registered = True
+                self.clients.append(ws)
+                print(f"subscribed {len(self.clients)}", flush=True)
+
+    async def run_round(self, client: int, pushes: int, gap_s: float) -> list[int]:
+        """Push to one client; push-sent -> order-arrived in ns, per push (-1: none came)."""
+        ws = self.clients[client - 1]
+        loop = asyncio.get_running_loop()
+        out = []
+        for _ in range(pushes):
+            pid = self.next_id
+            self.next_id += 1
+            frame = orjson.dumps({"event": "api_position", "success": True, "data": {
+                "changeType": "NEW", "currentQuantity": "0.01", "direction": "LONG",
+                "operateQuantity": "0.01", "positionId": pid, "symbol": PAIR,
+                "canClosedQuantity": "0.01", "contractPairId": 1, "positionType": 3,
+                "openingPrice": "2000", "marginAmount": "2", "marginCallAmount": "0"}}).decode()  # fmt: skip
+            fut: asyncio.Future[int] = loop.create_future()
+            self.waiting[pid] = fut
+            sent = time.perf_counter_ns()
+            await ws.send(frame)
+            try:
+                arrived = await asyncio.wait_for(fut, 2.0)
+                out.append(arrived - sent)
+            except TimeoutError:
+                self.waiting.pop(pid, None)
+                out.append(-1)
+            await asyncio.sleep(gap_s)
+        return out
+
+
+class HttpVenue(asyncio.Protocol):
+    """HTTP/1.1 keep-alive, Content-Length bodies; the time a request completes is noted."""
+
+    def __init__(self, venue: Venue) -> None:
+        self.venue = venue
+        self.buf = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter_ns()
+        self.buf += data
+        while True:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buf[:end].decode("latin-1")
+            length = 0
+            for line in head.split("\r\n")[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            if len(self.buf) < end + 4 + length:
+                return
+            body = self.buf[end + 4 : end + 4 + length]
+            self.buf = self.buf[end + 4 + length :]
+            path = head.split(" ", 2)[1].partition("?")[0]
+            if path.endswith("/batchCreate"):
+                payload = self.venue.arrived(body, now)
+            elif path.endswith("/balance"):
+                payload = envelope(BALANCE)
+            else:
+                payload = envelope([])
+            assert self.transport is not None
+            self.transport.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                % len(payload)
+                + payload
+            )
+
+
+async def serve_venue() -> None:
+    """The venue process: print the ports, then obey 'go CLIENT PUSHES GAP_S' lines."""
+    from websockets.asyncio.server import serve
+
+    venue = Venue()
+    loop = asyncio.get_running_loop()
+    http = await loop.create_server(lambda: HttpVenue(venue), "127.0.0.1", 0)
+    async with serve(venue.ws_handler, "127.0.0.1", 0, compression=None) as ws_server:
+        ws_port = next(iter(ws_server.sockets)).getsockname()[1]
+        print(f"ports {http.sockets[0].getsockname()[1]} {ws_port}", flush=True)
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while line := (await reader.readline()).decode().split():
+            if line[0] == "go":
+                result = await venue.run_round(int(line[1]), int(line[2]), float(line[3]))
+                print("result " + orjson.dumps(result).decode(), flush=True)
+
+
+# ------------------------------------------------------------------------------ the clients
+
+
+async def run_daemon(base_url: str, ws_url: str, journal: str, stop: asyncio.Event) -> None:
+    """The framework's daemon with OnePush, until stop is set."""
+    import yaml
+
+    from framework.config import parse_config
+    from framework.live.node import Node
+
+    data = {
+        "node": {"name": "bench"},
+        "venue": {
+            "base_url": base_url,
+            "ws_url": ws_url,
+            "api_key": API_KEY,
+            "api_secret": "${SECRET}",
+        },
+        "pairs": {PAIR: {}},
+        "execution": {"calls_per_second": 10000.0},
+        "journal": {"path": journal},
+        "logging": {"level": "WARNING"},
+        "strategies": [
+            {
+                "name": "one",
+                "class": "tests.benchmarks.bench_tick_to_trade:OnePush",
+                "params": {"pair": PAIR},
+            }
+        ],
+    }
+    config = parse_config(yaml.safe_dump(data), env={"SECRET": KEY})
+    node = Node(config)
+    runner = asyncio.ensure_future(node.run())
+    await stop.wait()
+    node.request_stop("bench over")
+    await runner
+
+
+async def run_floor(host: str, http_port: int, ws_url: str, stop: asyncio.Event) -> None:
+    """The floor: websockets, one raw keep-alive socket, the signer, one write per request."""
+    from websockets.asyncio.client import connect
+
+    from framework.venue.signing import make_signer
+
+    signer = make_signer(2, KEY)
+    reader, writer = await asyncio.open_connection(host, http_port)
+    head = (
+        "POST /api/third/hot/order/batchCreate HTTP/1.1\r\nHost: {host}\r\nAPIKEY: {key}\r\n"
+        "signature: {sig}\r\nX-SAPI-SIGN-TYPE: 2\r\nContent-Type: application/json\r\n"
+        "Content-Length: {length}\r\n\r\n"
+    )
+    async with connect(ws_url, compression=None) as ws:
+        ts = str(int(time.time() * 1000))
+        await ws.send(orjson.dumps({"method": "SUBSCRIBE", "event": "api_position",
+                                    "apiKey": API_KEY, "signType": "2",
+                                    "signature": signer.sign(ts), "timestamp": int(ts),
+                                    "pair": PAIR}).decode())  # fmt: skip
+
+        async def consume() -> None:
+            async for message in ws:
+                frame = orjson.loads(message)
+                if frame.get("event") != "api_position":
+                    continue
+                data = frame["data"]
+                body = orjson.dumps({"orders": [{
+                    "clientOrderId": f"t{data['positionId']}", "isLong": True, "isMarket": True,
+                    "lever": 10, "matchType": 1, "pairName": data["symbol"], "positionType": 3,
+                    "price": None, "quantity": "0.01"}],
+                    "timestamp": str(int(time.time() * 1000))})  # fmt: skip
+                sig = signer.sign(body.decode())
+                writer.write(
+                    head.format(host=host, key=API_KEY, sig=sig, length=len(body)).encode() + body
+                )
+                answer = await reader.readuntil(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length:\s*(\d+)", answer).group(1))  # type: ignore[union-attr]
+                orjson.loads(await reader.readexactly(length))
+
+        task = asyncio.ensure_future(consume())
+        await stop.wait()
+        task.cancel()
+    writer.close()
+
+
+# --------------------------------------------------------------------------------- the run
+
+
+def percentile(values: list[int], q: float) -> float:
+    """The q-quantile (0..1) of values, nearest rank, in ms."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6
+
+
+async def main(args: argparse.Namespace) -> None:
+    """Start the venue and both clients, alternate rounds, print the figures."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--venue", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
+
+    async def expect(prefix: str) -> str:
+        while True:
+            line = (await proc.stdout.readline()).decode()  # type: ignore[union-attr]
+            if not line:
+                raise RuntimeError("the venue process ended")
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
+
+    http_port, ws_port = (int(p) for p in (await expect("ports ")).split())
+    base_url, ws_url = f"http://127.0.0.1:{http_port}", f"ws://127.0.0.1:{ws_port}/api/market/ws"
+    stop = asyncio.Event()
+    with tempfile.TemporaryDirectory() as tmp:
+        daemon = asyncio.ensure_future(run_daemon(base_url, ws_url, f"{tmp}/journal.db", stop))
+        await asyncio.wait_for(expect("subscribed 1"), 20)
+        floor = asyncio.ensure_future(run_floor("127.0.0.1", http_port, ws_url, stop))
+        await asyncio.wait_for(expect("subscribed 2"), 20)
+        rounds: dict[str, list[tuple[float, float]]] = {"daemon": [], "floor": []}
+        warm = max(1, args.pushes // 10)
+        print(f"{args.pushes} pushes per round ({warm} warm-up), gap {args.gap_ms} ms; p50/p99 ms")
+        for r in range(args.rounds):
+            for name, client in (("daemon", 1), ("floor", 2)):
+                proc.stdin.write(f"go {client} {args.pushes} {args.gap_ms / 1000}\n".encode())
+                lat = orjson.loads(await expect("result "))[warm:]
+                missing = sum(1 for x in lat if x < 0)
+                lat = [x for x in lat if x >= 0]
+                p50, p99 = percentile(lat, 0.5), percentile(lat, 0.99)
+                rounds[name].append((p50, p99))
+                note = f" ({missing} unanswered)" if missing else ""
+                print(f"round {r + 1} {name:<7} p50 {p50:6.3f}  p99 {p99:6.3f}{note}", flush=True)
+        stop.set()
+        await asyncio.gather(daemon, floor)
+    proc.stdin.close()
+    await proc.wait()
+    med = {k: (statistics.median(p for p, _ in v), statistics.median(q for _, q in v))
+           for k, v in rounds.items()}  # fmt: skip
+    print()
+    print(f"{'median over rounds':<22} {'p50 ms':>8} {'p99 ms':>8}")
+    for name in ("daemon", "floor"):
+        print(f"{name:<22} {med[name][0]:8.3f} {med[name][1]:8.3f}")
+    diff = med["daemon"][0] - med["floor"][0]
+    print(f"{'daemon - floor':<22} {diff:8.3f} {med['daemon'][1] - med['floor'][1]:8.3f}")
+    verdict = "met" if diff <= 0.35 else "NOT met"
+    print(f"target: daemon p50 within 0.35 ms of the floor's: {verdict}")
+
+
+if __name__ == "__main__":
+    if "--venue" in sys.argv:
+        asyncio.run(serve_venue())
+        sys.exit(0)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pushes", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--gap-ms", type=float, default=4.0)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    asyncio.run(main(parser.parse_args()))
