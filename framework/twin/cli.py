@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``run.py venue``."""
     parser = argparse.ArgumentParser(
         prog="run.py venue",
-        description="Serve the venue twin: a local exchange that speaks SPEC.md.",
+        description="Serve the venue twin: a local exchange speaking the venue's private REST and "
+        "WebSocket API (see the README, The venue twin).",
     )
     parser.add_argument("--host", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="TCP port, 0 for any free port (default 8400)")
