@@ -1,28 +1,28 @@
-"""Configuration of the venue twin: attrs records loaded from YAML through cattrs.
+"""Configuration of the venue twin: attrs records loaded from YAML by the project's one
+strict converter (:mod:`framework.yaml_attrs`, as the daemon's config).
 
 Every choice the twin makes where SPEC.md says "not shown" is a key here (see
 ``configs/venue.yaml`` for a commented example). Unknown keys are refused, so a typo fails
-loudly; errors are :class:`~framework.venue.errors.ConfigError` naming the file and the path
-of every bad value (``$.pairs['ETH-USD'].rules.max_lever``). Decimals may be written as YAML
-numbers or strings; strings are exact and preferred. Date-times without a zone are UTC.
+loudly; errors are :class:`~framework.venue.errors.ConfigError` naming the file, and the path
+and line of every bad value (``pairs.ETH-USD.rules.max_lever: expected int, got 'lots'
+(line 4)``). Decimals may be written as YAML numbers or strings; strings are exact and
+preferred. Date-times need a zone (``2030-01-01T08:00:00Z``), as in the daemon's config.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-import cattrs
-import yaml
-from cattrs.v import format_exception
 
 from framework.venue.errors import ConfigError
 from framework.venue.rules import PairRules
+from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
 
 __all__ = [
     "AccountSettings",
@@ -35,6 +35,7 @@ __all__ = [
     "settings_from_mapping",
 ]
 
+_SECRET_KEYS = frozenset({"hmac_secret"})
 _PAIR_NAME = re.compile(r"[A-Z0-9]+-[A-Z0-9]+")
 _ADDRESS = re.compile(r"0[xX][0-9a-fA-F]{40}")
 
@@ -204,79 +205,8 @@ class TwinSettings:
             raise ValueError("default_page_size must be between 1 and max_page_size")
 
 
-def _structure_decimal(value: Any, _type: Any) -> Decimal:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a decimal, got {value!r}")
-    if isinstance(value, float):
-        # YAML numbers arrive as floats: their shortest repr is the text the user wrote.
-        value = repr(value)
-    if not isinstance(value, str | int):
-        raise ValueError(f"expected a decimal, got {value!r}")
-    try:
-        result = Decimal(value)
-    except InvalidOperation:
-        raise ValueError(f"expected a decimal, got {value!r}") from None
-    if not result.is_finite():
-        raise ValueError(f"expected a finite decimal, got {value!r}")
-    return result
-
-
-def _structure_datetime(value: Any, _type: Any) -> datetime:
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if not isinstance(value, datetime):
-        raise ValueError(f"expected a date-time, got {value!r}")
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
-
-
-def _structure_int(value: Any, _type: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"expected an integer, got {value!r}")
-    return value
-
-
-def _structure_float(value: Any, _type: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected a number, got {value!r}")
-    return float(value)
-
-
-def _structure_str(value: Any, _type: Any) -> str:
-    if not isinstance(value, str):
-        # The value is not echoed: string fields include secrets (hmac_secret).
-        raise ValueError(f"expected a string, got {type(value).__name__}")
-    return value
-
-
-def _structure_bool(value: Any, _type: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
-
-
-def _describe(exc: BaseException, type_: Any) -> str:
-    """cattrs' text for an error, with the reason of a ValueError kept."""
-    if type(exc) is ValueError and str(exc):
-        return f"invalid value: {exc}"
-    return format_exception(exc, type_)
-
-
-def _converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True)
-    conv.register_structure_hook(Decimal, _structure_decimal)
-    conv.register_structure_hook(datetime, _structure_datetime)
-    conv.register_structure_hook(int, _structure_int)
-    conv.register_structure_hook(float, _structure_float)
-    conv.register_structure_hook(str, _structure_str)
-    conv.register_structure_hook(bool, _structure_bool)
-    return conv
-
-
-_CONVERTER = _converter()
-
-
 def settings_from_mapping(
-    data: Mapping[str, Any] | None, *, source: str = "<settings>"
+    data: Mapping[str, Any] | None, *, source: str = "<settings>", lines: LineMap | None = None
 ) -> TwinSettings:
     """Structure a parsed YAML/JSON mapping into TwinSettings, or raise ConfigError."""
     if data is None:
@@ -284,26 +214,24 @@ def settings_from_mapping(
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: the top level must be a mapping of settings")
     try:
-        return _CONVERTER.structure(dict(data), TwinSettings)
-    except Exception as exc:
-        if isinstance(exc, cattrs.BaseValidationError):
-            problems = cattrs.transform_error(exc, path="$", format_exception=_describe)
-        else:
-            problems = [str(exc)]
-        raise ConfigError(f"{source}: invalid twin settings:\n  " + "\n  ".join(problems)) from None
+        return structure(dict(data), TwinSettings, lines=lines, secret_keys=_SECRET_KEYS)
+    except ConfigProblems as exc:
+        problems = "\n  ".join(exc.problems)
+        raise ConfigError(f"{source}: invalid twin settings:\n  {problems}") from None
 
 
 def load_settings(path: str | Path) -> TwinSettings:
-    """Read a YAML file of twin settings (see configs/venue.yaml), or raise ConfigError."""
+    """Read a YAML file of twin settings (see configs/venue.yaml), or raise ConfigError.
+
+    ``${NAME}`` is replaced by the environment variable NAME, as in the daemon's config.
+    """
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}:{where} not valid YAML: {exc}") from None
-    return settings_from_mapping(data, source=source)
+        data, lines = read_yaml(text, source=source, env=os.environ)
+    except ConfigProblems as exc:
+        raise ConfigError("\n".join(exc.problems)) from None
+    return settings_from_mapping(data, source=source, lines=lines)

@@ -41,7 +41,7 @@ def test_unknown_keys_are_refused_with_their_path(tmp_path: Path) -> None:
 
 
 def test_bad_values_are_refused_with_their_path() -> None:
-    with pytest.raises(ConfigError, match=r"\$\.pairs\['ETH-USD'\]\.rules\.max_lever"):
+    with pytest.raises(ConfigError, match=r"pairs\.ETH-USD\.rules\.max_lever: expected int"):
         settings_from_mapping({"pairs": {"ETH-USD": {"rules": {"max_lever": "lots"}}}})
     with pytest.raises(ConfigError, match="batch_mode"):
         settings_from_mapping({"batch_mode": "sometimes"})
@@ -65,12 +65,23 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
         load_settings(tmp_path / "nope.yaml")
 
 
-def test_delivery_time_without_zone_is_utc() -> None:
+def test_delivery_time_needs_a_zone_as_in_the_daemon_config() -> None:
+    with pytest.raises(ConfigError, match="with a time zone"):
+        settings_from_mapping(
+            {"pairs": {"ETH-USD": {"rules": {"delivery_time": "2030-01-01 08:00:00"}}}}
+        )
     settings = settings_from_mapping(
-        {"pairs": {"ETH-USD": {"rules": {"delivery_time": "2030-01-01 08:00:00"}}}}
+        {"pairs": {"ETH-USD": {"rules": {"delivery_time": "2030-01-01T08:00:00Z"}}}}
     )
     delivery = settings.pairs["ETH-USD"].rules.delivery_time
     assert delivery is not None and delivery.utcoffset() is not None
+
+
+def test_errors_name_the_line_of_the_bad_value(tmp_path: Path) -> None:
+    path = tmp_path / "twin.yaml"
+    path.write_text("seed: 1\nfaults:\n  busy_rate: 2\n")
+    with pytest.raises(ConfigError, match=r"faults: busy_rate is a share .* \(line 3\)"):
+        load_settings(path)
 
 
 def test_demo_key_pair_is_consistent() -> None:
