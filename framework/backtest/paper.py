@@ -40,7 +40,7 @@ from framework.twin.events import Event as TwinEvent
 from framework.twin.events import PositionChanged as TwinPositionChanged
 from framework.twin.exchange import Exchange
 from framework.twin.settings import FeeSettings, PairSettings, TwinSettings
-from framework.venue.codec import DEFAULT_CODEC, Codec
+from framework.venue.codec import decode, decode_frame
 from framework.venue.errors import VenueError, error_for, render_message
 from framework.venue.models import AccountPush, MatchRecord, OrderInput, OrderResult, PositionPush
 from framework.venue.rules import PairRules, settle_coin_of
@@ -121,13 +121,11 @@ class PaperVenue:
         deliver: Callable[[PositionPush | AccountPush], None],
         now_ms: Callable[[], int],
         coins: Mapping[str, str] | None = None,
-        codec: Codec = DEFAULT_CODEC,
     ) -> None:
         self.settings = settings
         self.track = track
         self._deliver = deliver
         self._now_ms = now_ms
-        self._codec = codec
         self.coin_of = {p: (coins or {}).get(p) or settle_coin_of(p, r) for p, r in rules.items()}
         coin_ids = {c: i + 1 for i, c in enumerate(sorted(set(self.coin_of.values())))}
         pairs = {
@@ -315,7 +313,6 @@ class PaperVenue:
         if not events:
             return
         self._changed()
-        decode = self._codec.decode_frame
         deliver = self._deliver
         for event in events:
             if isinstance(event, BalanceChanged):
@@ -325,7 +322,7 @@ class PaperVenue:
                 frame = wire.position_frame(event)
                 frame["data"]["positionId"] += PAPER_ID_BASE
                 self._position_changed(event, now)
-            push = decode(frame)
+            push = decode_frame(frame)
             assert isinstance(push, PositionPush | AccountPush)
             deliver(push)
         self._collect_matches()
@@ -346,7 +343,7 @@ class PaperVenue:
                 obj["id"] += PAPER_ID_BASE
                 obj["entrustId"] += PAPER_ID_BASE
                 obj["contractPositionId"] += PAPER_ID_BASE
-                self._pending.append(self._codec.decode(MatchRecord, obj))
+                self._pending.append(decode(MatchRecord, obj))
                 fill = Fill(
                     match.time_ms,
                     pair,

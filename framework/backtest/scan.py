@@ -11,16 +11,14 @@ them on the way.
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import operator
-from collections.abc import Collection, Iterator
-from decimal import Decimal, InvalidOperation
+from collections.abc import Collection, Iterator, Sequence
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import attrs
-import orjson
 
 from framework.backtest.recording import (
     LINE_ERRORS,
@@ -28,13 +26,9 @@ from framework.backtest.recording import (
     WsRecord,
     decode_line,
 )
-from framework.venue.peek import (
-    PEEK_ERRORS,
-    MatchHead,
-    PageHead,
-    peek_batch_answer,
-    peek_match_page,
-)
+from framework.venue.codec import decode_batch_answer, decode_frame, decode_match_answer
+from framework.venue.errors import DecodeError
+from framework.venue.models import ChangeType, MatchRecord, PositionPush
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH
 
 __all__ = ["PriceFinder", "PricePoint", "RecordingIndex", "scan"]
@@ -96,36 +90,24 @@ class PriceFinder:
     """
 
     def __init__(self) -> None:
-        self.matches: dict[int, MatchHead] = {}
+        self.matches: dict[int, MatchRecord] = {}
         """Match id -> the match as first seen (with a price and a pair)."""
-        self.new_positions: list[tuple[int, Any, Any]] = []
-        """(record ts, pair, openingPrice as sent) of NEW position pushes, unchecked."""
+        self.new_positions: list[tuple[int, str, Decimal | None]] = []
+        """(record ts, pair, openingPrice) of NEW position pushes, unchecked."""
         self.by_pair: dict[str, list[tuple[int, Decimal]]] = {}
         """Per pair, the (ts, price) of those matches, in the order found."""
-        # Fill prices repeat: each text decoded once (keyed by the text; other values miss).
-        self._prices: dict[object, Decimal] = {}
 
-    def page(self, record_ts: int, page: PageHead) -> None:
-        """Take the matches of a match-result answer (a first look at its body)."""
-        if page.code != 200 or not page.data:
-            return
+    def page(self, record_ts: int, page: Sequence[MatchRecord]) -> None:
+        """Take the matches of a good match-result answer."""
         matches = self.matches
         by_pair = self.by_pair
-        known = self._prices  # str keys only: an int or float price is never found there
-        for item in page.data:
+        for item in page:
             match_id = item.id
             if match_id in matches:
                 continue  # polls answer the newest page again and again: each match once
-            raw = item.average_price
-            price = known.get(raw)
-            if price is None:
-                price = _dec(raw)
-                if price is None:
-                    continue
-                if type(raw) is str and len(known) < 65536:
-                    known[raw] = price
+            price = _price(item.average_price)
             pair = item.symbol
-            if pair is None:
+            if price is None or pair is None:
                 continue
             ts = item.create_time_stamp
             matches[match_id] = item
@@ -134,13 +116,10 @@ class PriceFinder:
                 entries = by_pair[pair] = []
             entries.append((record_ts if ts is None else ts, price))
 
-    def frame(self, record_ts: int, frame: Any) -> None:
-        """Take a parsed WebSocket frame: a NEW position push's openingPrice."""
-        if type(frame) is not dict or frame.get("event") != "api_position":
-            return
-        data = frame.get("data")
-        if type(data) is dict and data.get("changeType") == "NEW":
-            self.new_positions.append((record_ts, data.get("symbol"), data.get("openingPrice")))
+    def push(self, record_ts: int, push: PositionPush) -> None:
+        """Take a position push: a NEW one's openingPrice."""
+        if push.change_type is ChangeType.NEW:
+            self.new_positions.append((record_ts, push.symbol, push.opening_price))
 
     def rows(
         self, positions: Literal["always", "fallback", "never"]
@@ -177,8 +156,8 @@ class PriceFinder:
         rows = []
         if positions == "always" or (positions == "fallback" and not self.matches):
             for ts, pair, raw in self.new_positions:
-                price = _dec(raw)
-                if price is not None and type(pair) is str:
+                price = _price(raw)
+                if price is not None:
                     rows.append((ts, pair, price))
         return rows
 
@@ -297,40 +276,14 @@ def _scan_mapped(
 
 def _lines_with(chunk: bytes | mmap.mmap, key: bytes, end: int) -> Iterator[bytes]:
     """The lines of chunk[:end] that contain key, each once."""
-    hops = [end // _HOP_BYTES + 64]
-    position = _find(chunk, key, 0, end, hops)
+    position = chunk.find(key, 0, end)
     while position >= 0:
         start = chunk.rfind(b"\n", 0, position) + 1
         stop = chunk.find(b"\n", position, end + 1)
         if stop < 0:
             stop = end
         yield chunk[start:stop]
-        position = _find(chunk, key, stop, end, hops)
-
-
-_HOP_BYTES: Final = 2048
-"""Bytes searched per hop allowed, on average, before _find searches the general way."""
-
-
-def _find(chunk: bytes | mmap.mmap, key: bytes, start: int, end: int, hops: list[int]) -> int:
-    """chunk.find(key, start, end), faster for an endpoint path.
-
-    A path starts with "/", a byte found almost only in REST lines' paths: going from one
-    "/" to the next (a single-byte search, the fastest there is) and comparing there beats
-    the general search over a whole recording. hops[0] is what is left of the hops allowed
-    (shared by a file's searches); past it, where "/" turns out to be common, the general
-    search takes over.
-    """
-    if key[:1] != b"/":
-        return chunk.find(key, start, end)
-    size = len(key)
-    position = chunk.find(b"/", start, end)
-    while position >= 0 and chunk[position : position + size] != key:
-        hops[0] -= 1
-        if hops[0] < 0:
-            return chunk.find(key, position, end)
-        position = chunk.find(b"/", position + 1, end)
-    return position if position < 0 or position + size <= end else -1
+        position = chunk.find(key, stop, end)
 
 
 def _ts_of(line: bytes | None) -> int | None:
@@ -343,14 +296,11 @@ def _ts_of(line: bytes | None) -> int | None:
     return record.ts if type(record.ts) is int else int(record.ts)
 
 
-def _dec(value: Any) -> Decimal | None:
-    if type(value) is not str and type(value) is not int:
-        return None  # None, or a float: not a price the venue sends
-    try:
-        result = Decimal(value)
-    except InvalidOperation:
+def _price(value: Decimal | None) -> Decimal | None:
+    """A usable price: finite and positive."""
+    if value is None or not value.is_finite() or value <= 0:
         return None
-    return result if result.is_finite() and result > 0 else None
+    return value
 
 
 def _scan_line(line: bytes, index: RecordingIndex, found: PriceFinder) -> None:
@@ -359,19 +309,23 @@ def _scan_line(line: bytes, index: RecordingIndex, found: PriceFinder) -> None:
     except LINE_ERRORS:
         return
     if isinstance(record, WsRecord):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            found.frame(record.ts, orjson.loads(record.frame))
+        try:
+            push = decode_frame(record.frame)
+        except DecodeError:
+            return
+        if type(push) is PositionPush:
+            found.push(record.ts, push)
         return
     if record is None:
         return
     try:
         if record.path == BATCH_CREATE_PATH:
-            answer = peek_batch_answer(record.body)
-            if answer.code == 200 and answer.data:
-                index.own_order_ids.update(
-                    o.order_id for o in answer.data if o.order_id is not None
-                )
+            results = decode_batch_answer(record.body)
+            if results:
+                index.own_order_ids.update(o.order_id for o in results)
         elif record.path == MATCHES_PATH:
-            found.page(record.ts, peek_match_page(record.body))
-    except PEEK_ERRORS:
+            page = decode_match_answer(record.body)
+            if page is not None:
+                found.page(record.ts, page)
+    except DecodeError:
         pass  # an answer the replay will count as an error too

@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Final
 
-import attrs
+import msgspec
 
 from framework.engine import recovery
 from framework.engine.batching import Batcher, backoff_s
@@ -558,7 +558,7 @@ class ExecutionEngine:
             self._c["matches_linked"] += 1
             coid, strategy, candidates = link
             if coid is not None or candidates:
-                match = attrs.evolve(match, client_order_id=coid, candidates=candidates)
+                match = msgspec.structs.replace(match, client_order_id=coid, candidates=candidates)
             return MatchFilled(match, strategy, False, candidates)
         group = ledger.claimed.get(order_id)
         if group is None:
@@ -574,7 +574,7 @@ class ExecutionEngine:
         self._c["matches_ambiguous"] += 1
         candidates = group.candidates
         event = MatchFilled(
-            attrs.evolve(match, candidates=candidates), group.strategy, False, candidates
+            msgspec.structs.replace(match, candidates=candidates), group.strategy, False, candidates
         )
         if group.complete:
             self._settle(group, "every member is accounted for")
@@ -586,7 +586,7 @@ class ExecutionEngine:
 
     def _linked(self, match: MatchRecord, entry: LiveOrder) -> MatchFilled:
         self._c["matches_linked"] += 1
-        linked = attrs.evolve(match, client_order_id=entry.client_order_id)
+        linked = msgspec.structs.replace(match, client_order_id=entry.client_order_id)
         return MatchFilled(linked, entry.strategy, False)
 
     def _settle(self, group: DoubtGroup, why: str) -> int:

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import attrs
+import msgspec
 
 from framework.engine.bus import Bus
 from framework.engine.clock import Clock
@@ -281,7 +282,7 @@ def attach(bus: Bus, strategy: Strategy) -> None:
                 if pairs is not None and record.symbol not in pairs:
                     return
                 if record.client_order_id is not None or record.candidates:
-                    record = attrs.evolve(record, client_order_id=None, candidates=())
+                    record = msgspec.structs.replace(record, client_order_id=None, candidates=())
             on_match(record)
 
         bus.subscribe(MatchFilled, match, owner=name)

@@ -358,17 +358,14 @@ class StreamClient:
                 stats.callback_errors += 1
                 log.exception("stream: on_raw callback failed")
         try:
-            obj = orjson.loads(message)
-        except orjson.JSONDecodeError:
-            stats.malformed += 1
-            self._log_bad("malformed frame (not JSON)", message, stats.malformed)
-            return None
-        try:
-            return self._codec.decode_frame(obj)
+            return self._codec.decode_frame(message)  # straight from the text
         except DecodeError as exc:
             if exc.record == "frame" and exc.field == "event":
                 stats.unknown_events += 1
                 self._log_bad("unknown event", message, stats.unknown_events)
+            elif exc.record == "frame" and exc.reason.startswith("not JSON"):
+                stats.malformed += 1
+                self._log_bad("malformed frame (not JSON)", message, stats.malformed)
             else:
                 stats.malformed += 1
                 self._log_bad(f"malformed frame ({exc})", message, stats.malformed)

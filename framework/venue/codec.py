@@ -1,23 +1,26 @@
-"""JSON <-> records: decoders and encoders compiled once per record class.
+"""Bytes <-> records with msgspec: frames, answers and the journal's kept records.
 
-Decoding is total: anything that does not fit raises :class:`DecodeError` naming the record
-and the wire field. Decimals arrive as JSON strings (numbers are tolerated and read through
-their shortest text, never through binary floats), nulls stay ``None``, date-times become
-timezone-aware (the venue's zone is configurable, UTC by default) and unknown keys are kept
-in the record's ``extra``. The fast path is one generated function per record; only a
-failure takes the slow path that finds the field to blame.
+Records (:mod:`framework.venue.models`) are decoded straight from the bytes the venue sent
+(:func:`decode_frame`, :func:`decode_json`) or from an object already parsed
+(:func:`decode`). Anything that does not fit raises :class:`DecodeError` naming the record
+and the wire field, with msgspec's reason and path (``Expected `str`, got `int` - at
+`$.data.symbol```). Two SPEC quirks are read here: a batch answer's client id comes as
+cOrderId or corderId, and an envelope's sid as a string or a number. Encoding gives the wire
+objects back (:func:`encode`, the journal's kept matches) and the batchCreate orders in the
+public SDK's key order (:func:`encode_orders`, :func:`dumps_compact`).
 """
 
 from __future__ import annotations
 
 import json
-import types
+import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, tzinfo
-from decimal import Decimal, InvalidOperation
+from datetime import UTC, datetime
+from decimal import Decimal
+from enum import Enum
 from typing import Any, Final, TypeVar
 
-import attrs
+import msgspec
 import orjson
 
 from framework.venue import models as m
@@ -26,26 +29,22 @@ from framework.venue.errors import DecodeError
 __all__ = [
     "DEFAULT_CODEC",
     "Codec",
+    "Frame",
     "decode",
+    "decode_batch_answer",
     "decode_frame",
+    "decode_json",
+    "decode_list",
+    "decode_match_answer",
     "dumps_compact",
     "encode",
+    "encode_orders",
     "plain_decimal",
 ]
 
 R = TypeVar("R")
 Frame = m.PositionPush | m.AccountPush | m.SubscribeAck
-
-_ENUMS: Final[dict[str, type[Any]]] = {
-    "MatchType": m.MatchType,
-    "PositionType": m.PositionType,
-    "ChangeType": m.ChangeType,
-    "Direction": m.Direction,
-}
-
-
-_CACHE_LIMIT: Final = 1 << 16
-"""Decimal and date-time texts a codec keeps decoded; a full cache is emptied (bounded)."""
+"""What a WebSocket frame decodes to."""
 
 
 def plain_decimal(value: Decimal) -> str:
@@ -65,381 +64,260 @@ def dumps_compact(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
-# Converters: each takes a wire value (never None; None is handled by the caller) and returns
-# the typed value or raises ValueError/TypeError with a reason.
+# ---------------------------------------------------------------------------- wire shapes
 
 
-def _to_str(v: Any) -> str:
-    if type(v) is str:
-        return v
-    raise TypeError(f"expected a string, got {_describe(v)}")
+class _PositionFrame(msgspec.Struct, frozen=True, tag_field="event", tag="api_position", gc=False):
+    data: m.PositionPush
+    success: bool = True
 
 
-def _to_id(v: Any) -> str:
-    if type(v) is str:
-        return v
-    if type(v) is int:
-        return str(v)
-    raise TypeError(f"expected a string or integer, got {_describe(v)}")
+class _AccountFrame(msgspec.Struct, frozen=True, tag_field="event", tag="api_account", gc=False):
+    data: m.AccountPush
+    success: bool = True
 
 
-def _to_int(v: Any) -> int:
-    if type(v) is int:
-        return v
-    if type(v) is str and v.strip().lstrip("-").isdigit():
-        return int(v)
-    raise TypeError(f"expected an integer, got {_describe(v)}")
+class _EventOnly(msgspec.Struct, gc=False):
+    event: Any = None
 
 
-def _to_bool(v: Any) -> bool:
-    if v is True or v is False:
-        return v
-    raise TypeError(f"expected a boolean, got {_describe(v)}")
+class _OrderResultWire(msgspec.Struct, frozen=True, rename="camel", gc=False):
+    order_id: int
+    c_order_id: str | None = msgspec.field(default=None, name="cOrderId")
+    corder_id: str | None = None
+    pair_name: str | None = None
 
 
-def _to_dec(v: Any) -> Decimal:
-    t = type(v)
-    if t is str or t is int:
-        try:
-            d = Decimal(v)
-        except InvalidOperation:
-            raise ValueError(f"expected a decimal, got {_describe(v)}") from None
-    elif t is float:
-        d = Decimal(repr(v))
-    else:
-        raise TypeError(f"expected a decimal string, got {_describe(v)}")
-    if not d.is_finite():
-        raise ValueError(f"expected a finite decimal, got {_describe(v)}")
-    return d
+class _MatchAnswer(msgspec.Struct, frozen=True, gc=False):
+    code: int
+    error: bool = False
+    data: list[m.MatchRecord] | None = None
 
 
-def _to_raw(v: Any) -> Any:
-    return v
+class _BatchAnswer(msgspec.Struct, frozen=True, gc=False):
+    code: int
+    error: bool = False
+    data: list[_OrderResultWire] | None = None
 
 
-def _describe(v: Any) -> str:
-    text = repr(v)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{type(v).__name__} {text}"
+class _EnvelopeWire(msgspec.Struct, frozen=True, gc=False):
+    error: bool
+    code: int
+    msg: str | None = None
+    data: Any = None
+    sid: str | int | None = None
 
 
-def _dt_converter(zone: tzinfo) -> Callable[[Any], datetime]:
-    # Texts have second resolution and repeat (every match of a poll page, every page of a
-    # poll), so each is parsed once; datetimes are immutable. Bounded like the Decimal cache.
-    cache: dict[str, datetime] = {}
-
-    def to_dt(v: Any) -> datetime:
-        if type(v) is not str:
-            raise TypeError(f"expected a date-time string, got {_describe(v)}")
-        found = cache.get(v)
-        if found is not None:
-            return found
-        try:
-            value = datetime.fromisoformat(v)
-        except ValueError:
-            raise ValueError(f"expected yyyy-MM-dd HH:mm:ss, got {_describe(v)}") from None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=zone)
-        if len(cache) >= _CACHE_LIMIT:
-            cache.clear()
-        cache[v] = value
-        return value
-
-    return to_dt
+_PUSH_EVENTS: Final = {"api_position": "PositionPush", "api_account": "AccountPush"}
+_Push = _PositionFrame | _AccountFrame
+_decode_push: Final = msgspec.json.Decoder(_Push).decode
+_decode_event: Final = msgspec.json.Decoder(_EventOnly).decode
+_decode_ack: Final = msgspec.json.Decoder(m.SubscribeAck).decode
+_PATH: Final = re.compile(r" - at `\$([^`]*)`")
+_MISSING: Final = re.compile(r"missing required field `(?P<field>[^`]+)`")
+_LAST_KEY: Final = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])*$")
 
 
-def _enum_converter(enum_type: type[Any]) -> Callable[[Any], Any]:
-    table = {member.value: member for member in enum_type}
+def _wrap(exc: msgspec.MsgspecError, record: str, *, frame: bool = False) -> DecodeError:
+    """A msgspec error as a DecodeError naming the record and the wire field.
 
-    def to_enum(v: Any) -> Any:
-        try:
-            return table[v]
-        except (KeyError, TypeError):
-            allowed = ", ".join(str(k) for k in table)
-            raise ValueError(f"expected one of {allowed}, got {_describe(v)}") from None
-
-    return to_enum
-
-
-@attrs.frozen(slots=True)
-class _WireField:
-    attr: str
-    key: str
-    alias: str | None
-    required: bool
-    convert: Callable[[Any], Any]
-    kind: str
-
-
-def _encode_value(v: Any, kind: str, zone: tzinfo) -> Any:
-    if v is None:
-        return None
-    if kind == "dec":
-        return plain_decimal(v)
-    if kind == "dt":
-        return v.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
-    if kind in _ENUMS:
-        return v.value
-    return v
-
-
-def _caching_dec(cache: dict[str, Decimal]) -> Callable[[Any], Decimal]:
-    """_to_dec that remembers what it decoded from a string (only valid, finite values)."""
-
-    def to_dec(v: Any) -> Decimal:
-        if type(v) is not str:
-            return _to_dec(v)
-        try:
-            d = Decimal(v)
-        except InvalidOperation:
-            raise ValueError(f"expected a decimal, got {_describe(v)}") from None
-        if not d.is_finite():
-            raise ValueError(f"expected a finite decimal, got {_describe(v)}")
-        if len(cache) >= _CACHE_LIMIT:
-            cache.clear()
-        cache[v] = d
-        return d
-
-    return to_dec
-
-
-def _inline_conversion(f: _WireField, i: int, ns: dict[str, Any]) -> str:
-    """Python source converting the wire value ``v`` of field number i, common case inline.
-
-    Anything unusual calls the field's converter (which raises with a reason) or raises
-    KeyError/TypeError itself; either way the decoder falls back to the slow path.
+    frame: the error is a push frame's (its data object is the record; the frame's own
+    success flag is the record's too, anything else is the frame's).
     """
-    kind = f.kind
-    if kind == "dec":
-        return "(x if (x := dcg(v)) is not None else cdec(v))"
-    if kind == "int":
-        return f"(v if type(v) is int else c{i}(v))"
-    if kind == "str":
-        return f"(v if type(v) is str else c{i}(v))"
-    if kind == "bool":
-        return f"(v if v is True or v is False else c{i}(v))"
-    if kind == "raw":
-        return "v"
-    enum_type = _ENUMS.get(kind)
-    if enum_type is not None:
-        ns[f"e{i}"] = {member.value: member for member in enum_type}
-        return f"e{i}[v]"
-    return f"c{i}(v)"
+    reason = str(exc)
+    # A __post_init__'s own error carries its field's path before the record's: join them.
+    paths = _PATH.findall(reason)
+    path = "".join(reversed(paths))
+    if len(paths) > 1:
+        reason = _PATH.sub("", reason) + f" - at `${path}`"
+    if frame and not (path.startswith(".data") or path == ".success"):
+        record = "frame"
+    missing = _MISSING.search(reason)
+    if missing is not None:
+        return DecodeError(record, missing.group("field"), reason)
+    key = _LAST_KEY.search(path)
+    return DecodeError(record, key.group(1) if key else None, reason)
 
 
-def _settable_slots(cls: type[Any]) -> bool:
-    """True when instances of cls may be built by setting slots (attrs would do nothing more)."""
-    if hasattr(cls, "__attrs_post_init__") or hasattr(cls, "__attrs_pre_init__"):
-        return False
-    if "extra" not in attrs.fields_dict(cls):
-        return False
-    for f in attrs.fields(cls):
-        if f.validator is not None or f.converter is not None or not f.init:
-            return False
-        if not isinstance(cls.__dict__.get(f.name), types.MemberDescriptorType):
-            return False
-    return True
+def _frame_of(result: _PositionFrame | _AccountFrame) -> m.PositionPush | m.AccountPush:
+    push = result.data
+    if push.success is not result.success:
+        push = msgspec.structs.replace(push, success=result.success)
+    return push
 
 
-class Codec:
-    """Compiled decoders and encoders for every record, for one venue time zone."""
+def decode_frame(data: bytes | str | dict[str, Any]) -> Frame:
+    """Decode one WebSocket frame (its text, or the object already parsed) into a push or an ack.
 
-    def __init__(self, zone: tzinfo = UTC) -> None:
-        self.zone = zone
-        self._converters: dict[str, Callable[[Any], Any]] = {
-            "str": _to_str,
-            "id": _to_id,
-            "int": _to_int,
-            "bool": _to_bool,
-            "dec": _to_dec,
-            "raw": _to_raw,
-            "dt": _dt_converter(zone),
-        }
-        for name, enum_type in _ENUMS.items():
-            self._converters[name] = _enum_converter(enum_type)
-        self._decoders: dict[type[Any], Callable[..., Any]] = {}
-        # Decimal texts seen, each decoded once: prices and quantities repeat a lot, a dict
-        # hit is several times cheaper than Decimal(str), and Decimals are immutable.
-        self._decimals: dict[str, Decimal] = {}
-        self._push_decoders: dict[str, Callable[..., Any]] | None = None
-
-    def decoder(self, cls: type[R]) -> Callable[..., R]:
-        """The decoder of a record class: dict -> record (keyword args fill non-wire fields)."""
-        fn = self._decoders.get(cls)
-        if fn is None:
-            fn = self._decoders[cls] = self._compile(cls)
-        return fn
-
-    def decode(self, cls: type[R], obj: Any) -> R:
-        """Decode one wire object into a record of cls."""
-        return self.decoder(cls)(obj)
-
-    def decode_list(self, cls: type[R], obj: Any) -> list[R]:
-        """Decode a wire array of objects; a non-array is a DecodeError."""
-        if type(obj) is not list:
-            raise DecodeError(cls.__name__, None, f"expected an array, got {_describe(obj)}")
-        fn = self.decoder(cls)
-        return [fn(item) for item in obj]
-
-    def decode_frame(self, obj: Any) -> Frame:
-        """Decode one WebSocket frame (already parsed JSON) into a push or an acknowledgement."""
-        if type(obj) is not dict:
-            raise DecodeError("frame", None, f"expected an object, got {_describe(obj)}")
-        event = obj.get("event")
-        # The push decoders are looked up once per codec: this runs for every push.
-        push_decoders = self._push_decoders
-        if push_decoders is None:
-            push_decoders = self._push_decoders = {
-                "api_position": self.decoder(m.PositionPush),
-                "api_account": self.decoder(m.AccountPush),
-            }
-        fn = push_decoders.get(event) if type(event) is str else None
-        if fn is not None:
-            success = obj.get("success", True)
-            if success is not True and success is not False:
-                name = "PositionPush" if event == "api_position" else "AccountPush"
-                raise DecodeError(name, "success", f"expected a boolean, got {success!r}")
-            return fn(obj.get("data"), success)  # type: ignore[no-any-return]
-        if type(event) is str and event.endswith("_res"):
-            return self.decoder(m.SubscribeAck)(obj)
-        raise DecodeError("frame", "event", f"unknown event {_describe(event)}")
-
-    def encode(self, record: Any, *, omit_none: bool = False) -> dict[str, Any]:
-        """A record as its wire object, keys in declaration order, extra keys kept at the end."""
-        out: dict[str, Any] = {}
-        for f in attrs.fields(type(record)):
-            if "wire" not in f.metadata:
-                continue
-            value = getattr(record, f.name)
-            if value is None and omit_none:
-                continue
-            out[f.metadata["wire"]] = _encode_value(value, f.metadata["kind"], self.zone)
-        extra = getattr(record, "extra", None)
-        if extra:
-            for k, v in extra.items():
-                out.setdefault(k, v)
-        return out
-
-    def _fields(self, cls: type[Any]) -> list[_WireField]:
-        return [
-            _WireField(
-                f.name,
-                f.metadata["wire"],
-                f.metadata.get("alias"),
-                f.metadata["required"],
-                self._converters[f.metadata["kind"]],
-                f.metadata["kind"],
-            )
-            for f in attrs.fields(cls)
-            if "wire" in f.metadata
-        ]
-
-    def _compile(self, cls: type[Any]) -> Callable[..., Any]:
-        fields = self._fields(cls)
-        params = [f for f in attrs.fields(cls) if "wire" not in f.metadata and f.name != "extra"]
-        known = frozenset(
-            [f.key for f in fields] + [f.alias for f in fields if f.alias is not None]
-        )
-        ns: dict[str, Any] = {
-            "cls": cls,
-            "known": known,
-            "slow": self._slow_path,
-            "EMPTY": m._EMPTY,
-            "new": object.__new__,
-            "dcg": self._decimals.get,
-            "cdec": _caching_dec(self._decimals),
-        }
-        values = []
-        for i, f in enumerate(fields):
-            ns[f"c{i}"] = f.convert
-            if f.alias is not None:
-                get = f"(d[{f.key!r}] if {f.key!r} in d else d.get({f.alias!r}))"
-            elif f.required:
-                # A missing required key raises KeyError: the slow path names the field.
-                get = f"d[{f.key!r}]"
-            else:
-                get = f"g({f.key!r})"
-            convert = _inline_conversion(f, i, ns)
-            if f.required:
-                values.append((f.attr, get, convert))
-            else:
-                values.append((f.attr, get, f"(None if v is None else {convert})"))
-        sig = "".join(f", {p.name}={p.name}_default" for p in params)
-        for p in params:
-            ns[f"{p.name}_default"] = p.default
-        extra = "(EMPTY if known.issuperset(d) else {k: x for k, x in d.items() if k not in known})"
-        if _settable_slots(cls):
-            # Set the slots directly: the frozen class's __init__ goes through
-            # object.__setattr__ and keyword parsing, and costs twice as much. Only for
-            # classes with no validator, converter or post-init hook to skip.
-            body = ["        o = new(cls)"]
-            for j, (attr, get, convert) in enumerate(values):
-                ns[f"s{j}"] = getattr(cls, attr).__set__
-                body.append(f"        v = {get}; s{j}(o, {convert})")
-            for p in params:
-                ns[f"p_{p.name}"] = getattr(cls, p.name).__set__
-                body.append(f"        p_{p.name}(o, {p.name})")
-            ns["s_extra"] = cls.extra.__set__
-            body.append(f"        s_extra(o, {extra})")
-        else:
-            body = []
-            for j, (_, get, convert) in enumerate(values):
-                body.append(f"        v = {get}; a{j} = {convert}")
-            args = [f"{attr}=a{j}" for j, (attr, _, _) in enumerate(values)]
-            args.extend(f"{p.name}={p.name}" for p in params)
-            body.append(f"        o = cls({', '.join(args)}, extra={extra})")
-        src = (
-            f"def decode_{cls.__name__}(d{sig}):\n"
-            "    if type(d) is not dict:\n"
-            "        return slow(cls, d)\n"
-            "    g = d.get\n"
-            "    try:\n" + "\n".join(body) + "\n"
-            "    except Exception:\n"
-            "        return slow(cls, d)\n"
-            "    return o\n"
-        )
-        exec(compile(src, f"<codec {cls.__name__}>", "exec"), ns)
-        fn: Callable[..., Any] = ns[f"decode_{cls.__name__}"]
-        fn.__doc__ = f"Decode a {cls.__name__} from its wire object."
-        return fn
-
-    def _slow_path(self, cls: type[Any], d: Any) -> Any:
-        name = cls.__name__
-        if type(d) is not dict:
-            raise DecodeError(name, None, f"expected an object, got {_describe(d)}")
-        for f in self._fields(cls):
-            value = d.get(f.key)
-            if value is None and f.alias is not None:
-                value = d.get(f.alias)
-            if value is None:
-                if f.required:
-                    raise DecodeError(name, f.key, "required field is missing or null")
-                continue
-            try:
-                f.convert(value)
-            except (TypeError, ValueError, ArithmeticError) as exc:
-                raise DecodeError(name, f.key, str(exc)) from None
-        raise DecodeError(name, None, "does not fit the record")
+    An event that is neither a push nor an acknowledgement (``*_res``) is a DecodeError
+    whose record is ``frame`` and field ``event``; a text that is not JSON one whose field
+    is None.
+    """
+    try:
+        if type(data) is dict:
+            return _frame_of(msgspec.convert(data, _Push))
+        return _frame_of(_decode_push(data))  # type: ignore[arg-type]
+    except msgspec.ValidationError as exc:
+        failure = exc
+    except msgspec.DecodeError as exc:
+        raise DecodeError("frame", None, f"not JSON: {exc}") from None
+    return _not_a_push(data, failure)
 
 
-DEFAULT_CODEC: Final = Codec()
-"""The codec for a venue that writes date-times in UTC."""
+def _not_a_push(data: bytes | str | dict[str, Any], failure: msgspec.ValidationError) -> Frame:
+    """An acknowledgement, or the DecodeError of a frame the push decoder refused."""
+    try:
+        event = data.get("event") if isinstance(data, dict) else _decode_event(data).event
+    except msgspec.MsgspecError as exc:
+        raise DecodeError("frame", None, str(exc)) from None
+    name = _PUSH_EVENTS.get(event) if type(event) is str else None
+    if name is not None:
+        raise _wrap(failure, name, frame=True) from None
+    if type(event) is str and event.endswith("_res"):
+        try:
+            if type(data) is dict:
+                return msgspec.convert(data, m.SubscribeAck)
+            return _decode_ack(data)  # type: ignore[arg-type]
+        except msgspec.MsgspecError as exc:
+            raise _wrap(exc, "SubscribeAck") from None
+    shown = repr(event)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    raise DecodeError("frame", "event", f"unknown event {type(event).__name__} {shown}")
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def _order_result(wire: _OrderResultWire) -> m.OrderResult:
+    cid = wire.c_order_id if wire.c_order_id is not None else wire.corder_id
+    if cid is None:
+        raise DecodeError("OrderResult", "cOrderId", "required field is missing or null")
+    return m.OrderResult(client_order_id=cid, order_id=wire.order_id, pair_name=wire.pair_name)
+
+
+def _envelope(wire: _EnvelopeWire) -> m.Envelope:
+    sid = wire.sid
+    return m.Envelope(
+        error=wire.error,
+        code=wire.code,
+        msg=wire.msg,
+        data=wire.data,
+        sid=str(sid) if type(sid) is int else sid,  # type: ignore[arg-type]
+    )
+
+
+# Records read through a wire shape of their own: (the shape, its conversion).
+_VIA: Final[dict[type[Any], tuple[type[Any], Callable[[Any], Any]]]] = {
+    m.OrderResult: (_OrderResultWire, _order_result),
+    m.Envelope: (_EnvelopeWire, _envelope),
+}
+_DECODERS: dict[type[Any], Callable[[bytes | str], Any]] = {}
 
 
 def decode(cls: type[R], obj: Any) -> R:
-    """Decode one wire object with the default codec."""
-    return DEFAULT_CODEC.decode(cls, obj)
+    """Decode one wire object (already parsed JSON) into a record of cls."""
+    via = _VIA.get(cls)
+    try:
+        if via is None:
+            return msgspec.convert(obj, cls)
+        return via[1](msgspec.convert(obj, via[0]))  # type: ignore[no-any-return]
+    except msgspec.MsgspecError as exc:
+        raise _wrap(exc, cls.__name__) from None
 
 
-def decode_frame(obj: Any) -> Frame:
-    """Decode one WebSocket frame with the default codec."""
-    return DEFAULT_CODEC.decode_frame(obj)
+def decode_list(cls: type[R], obj: Any) -> list[R]:
+    """Decode a wire array of objects; a non-array is a DecodeError."""
+    if type(obj) is not list:
+        raise DecodeError(cls.__name__, None, f"expected an array, got {type(obj).__name__}")
+    return [decode(cls, item) for item in obj]
+
+
+def decode_json(cls: type[R], data: bytes | str) -> R:
+    """Decode one record straight from its JSON text."""
+    fn = _DECODERS.get(cls)
+    if fn is None:
+        via = _VIA.get(cls)
+        if via is None:
+            fn = _DECODERS[cls] = msgspec.json.Decoder(cls).decode
+        else:
+            raw, convert = msgspec.json.Decoder(via[0]).decode, via[1]
+            fn = _DECODERS[cls] = lambda text: convert(raw(text))
+    try:
+        return fn(data)
+    except msgspec.MsgspecError as exc:
+        raise _wrap(exc, cls.__name__) from None
+
+
+_decode_match_answer: Final = msgspec.json.Decoder(_MatchAnswer).decode
+_decode_batch_answer: Final = msgspec.json.Decoder(_BatchAnswer).decode
+
+
+def decode_match_answer(body: bytes | str) -> list[m.MatchRecord] | None:
+    """The matches of a match-result answer, straight from its body; None when it is no success.
+
+    No success: an envelope whose code is not 200 or whose error is true (what the REST
+    client raises a VenueError for). A body that is not such an answer is a DecodeError.
+    """
+    try:
+        answer = _decode_match_answer(body)
+    except msgspec.MsgspecError as exc:
+        raise _wrap(exc, "MatchRecord") from None
+    if answer.code != 200 or answer.error:
+        return None
+    return [] if answer.data is None else answer.data
+
+
+def decode_batch_answer(body: bytes | str) -> list[m.OrderResult] | None:
+    """The results of a batchCreate answer, straight from its body; None when it is no success."""
+    try:
+        answer = _decode_batch_answer(body)
+    except msgspec.MsgspecError as exc:
+        raise _wrap(exc, "OrderResult") from None
+    if answer.code != 200 or answer.error:
+        return None
+    return [_order_result(wire) for wire in answer.data or ()]
+
+
+# Fields the framework sets on a record, never sent by the venue: not encoded.
+_FRAMEWORK_FIELDS: Final = frozenset({"client_order_id", "candidates", "success"})
+_WIRE_NAMES: dict[type[Any], tuple[tuple[str, str], ...]] = {}
+
+
+def _wire_names(cls: type[Any]) -> tuple[tuple[str, str], ...]:
+    names = _WIRE_NAMES.get(cls)
+    if names is None:
+        names = _WIRE_NAMES[cls] = tuple(
+            (f.name, f.encode_name)
+            for f in msgspec.structs.fields(cls)
+            if cls is m.OrderInput or cls is m.OrderResult or f.name not in _FRAMEWORK_FIELDS
+        )
+        if cls is m.SubscribeAck:  # success is the ack's own field
+            names = _WIRE_NAMES[cls] = tuple(
+                (f.name, f.encode_name) for f in msgspec.structs.fields(cls)
+            )
+    return names
+
+
+def _encode_value(value: Any) -> Any:
+    if type(value) is Decimal:
+        return plain_decimal(value)
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, Enum):
+        return value.value
+    return value
 
 
 def encode(record: Any, *, omit_none: bool = False) -> dict[str, Any]:
-    """Encode one record with the default codec."""
-    return DEFAULT_CODEC.encode(record, omit_none=omit_none)
+    """A record as its wire object, keys in declaration order (framework fields left out)."""
+    out: dict[str, Any] = {}
+    for name, key in _wire_names(type(record)):
+        value = getattr(record, name)
+        if value is None and omit_none:
+            continue
+        out[key] = None if value is None else _encode_value(value)
+    return out
 
 
 def encode_orders(orders: Sequence[m.OrderInput]) -> list[dict[str, Any]]:
@@ -460,3 +338,31 @@ def encode_orders(orders: Sequence[m.OrderInput]) -> list[dict[str, Any]]:
         item["quantity"] = plain_decimal(o.quantity)
         out.append(item)
     return out
+
+
+class Codec:
+    """The module's functions as an object, for code that is handed a codec (REST, stream)."""
+
+    def decode(self, cls: type[R], obj: Any) -> R:
+        """Decode one wire object (already parsed JSON) into a record of cls."""
+        return decode(cls, obj)
+
+    def decode_list(self, cls: type[R], obj: Any) -> list[R]:
+        """Decode a wire array of objects; a non-array is a DecodeError."""
+        return decode_list(cls, obj)
+
+    def decode_json(self, cls: type[R], data: bytes | str) -> R:
+        """Decode one record straight from its JSON text."""
+        return decode_json(cls, data)
+
+    def decode_frame(self, data: bytes | str | dict[str, Any]) -> Frame:
+        """Decode one WebSocket frame (text or parsed object) into a push or an ack."""
+        return decode_frame(data)
+
+    def encode(self, record: Any, *, omit_none: bool = False) -> dict[str, Any]:
+        """A record as its wire object (see :func:`encode`)."""
+        return encode(record, omit_none=omit_none)
+
+
+DEFAULT_CODEC: Final = Codec()
+"""The codec (the venue writes date-times in UTC)."""

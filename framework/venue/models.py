@@ -1,21 +1,24 @@
-"""Typed records of the venue's resources (SPEC sections 2 and 6).
+"""Typed records of the venue's resources (SPEC sections 2 and 6): frozen msgspec Structs.
 
-Each record is a frozen attrs class with slots. Attribute names are the snake_case of the
-spec's field names; the wire key of every attribute is kept in its metadata (``wire``) with the
-kind of value it carries (``kind``), which is what :mod:`framework.venue.codec` compiles its
-decoders and encoders from. Decimal values are :class:`decimal.Decimal`, nulls stay ``None``,
-date-times are timezone-aware, and keys the venue adds later are kept in ``extra``.
+Attribute names are the snake_case of the spec's field names and each record renames them
+to camelCase on the wire, so msgspec decodes a record straight from the bytes the venue sent
+(:mod:`framework.venue.codec` holds the decoders and wraps their errors). Decimal values are
+:class:`decimal.Decimal` (read from the JSON text, never through a binary float), nulls stay
+``None``, date-times are timezone-aware (the venue writes ``yyyy-MM-dd HH:mm:ss`` in UTC),
+and keys the venue adds later are skipped. Records hold no reference cycles, so the garbage
+collector does not track them (``gc=False``); they are frozen: change one with
+:func:`msgspec.structs.replace`.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-import attrs
+import msgspec
+from msgspec.structs import force_setattr
 
 __all__ = [
     "AccountBalance",
@@ -31,10 +34,7 @@ __all__ = [
     "PositionPush",
     "PositionType",
     "SubscribeAck",
-    "wire",
 ]
-
-_EMPTY: Mapping[str, Any] = {}
 
 
 class MatchType(enum.IntEnum):
@@ -70,198 +70,271 @@ class Direction(enum.StrEnum):
     SHORT = "SHORT"
 
 
-def wire(
-    key: str, kind: str, *, required: bool = False, default: Any = None, alias: str | None = None
-) -> Any:
-    """An attrs field bound to a wire key; kind is str, id, int, bool, dec, dt, raw or an enum."""
-    meta = {"wire": key, "kind": kind, "required": required, "alias": alias}
-    if required:
-        return attrs.field(metadata=meta)
-    return attrs.field(default=default, metadata=meta)
+def _refuse_non_finite(record: msgspec.Struct, values: tuple[Decimal | None, ...]) -> None:
+    """Raise ValueError naming the first decimal field that is not finite (NaN, Infinity)."""
+    for value in values:
+        if value is not None and not value.is_finite():
+            break
+    else:
+        return
+    for field in msgspec.structs.fields(record):
+        value = getattr(record, field.name)
+        if type(value) is Decimal and not value.is_finite():
+            raise ValueError(f"expected a finite decimal, got {value} - at `$.{field.encode_name}`")
 
 
-def _extra() -> Any:
-    return attrs.field(default=_EMPTY, repr=False, eq=False)
+def _aware(value: datetime | None) -> datetime | None:
+    """A date-time the venue wrote without a zone, in UTC (one with a zone is kept)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class OrderInput:
+class OrderInput(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """One order of a batchCreate call (SPEC 2.1); wire key order follows the public SDK."""
 
-    client_order_id: str = wire("clientOrderId", "str", required=True)
-    is_long: bool = wire("isLong", "bool", required=True)
-    is_market: bool = wire("isMarket", "bool", required=True)
-    lever: int = wire("lever", "int", required=True)
-    match_type: MatchType = wire("matchType", "MatchType", required=True)
-    pair_name: str = wire("pairName", "str", required=True)
-    position_type: PositionType = wire("positionType", "PositionType", required=True)
-    price: Decimal | None = wire("price", "dec")
-    quantity: Decimal = wire("quantity", "dec", required=True)
-    extra: Mapping[str, Any] = _extra()
+    client_order_id: str
+    is_long: bool
+    is_market: bool
+    lever: int
+    match_type: MatchType
+    pair_name: str
+    position_type: PositionType
+    price: Decimal | None = None
+    quantity: Decimal
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class OrderResult:
-    """One accepted order of a batchCreate answer (SPEC 2.2); accepts corderId and cOrderId."""
+class OrderResult(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    """One accepted order of a batchCreate answer (SPEC 2.2).
 
-    client_order_id: str = wire("cOrderId", "str", required=True, alias="corderId")
-    order_id: int = wire("orderId", "int", required=True)
-    pair_name: str | None = wire("pairName", "str")
-    extra: Mapping[str, Any] = _extra()
+    The spec lists the client id as cOrderId and its example answers under corderId: the
+    codec reads either (:func:`framework.venue.codec.decode_order_results`).
+    """
+
+    client_order_id: str = msgspec.field(name="cOrderId")
+    order_id: int
+    pair_name: str | None = None
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class Position:
+class Position(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """One position of the position list (SPEC 2.3)."""
 
-    id: int = wire("id", "int", required=True)
-    entrust_id: int | None = wire("entrustId", "int")
-    contract_pair_id: int | None = wire("contractPairId", "int")
-    symbol: str | None = wire("symbol", "str")
-    position_type: int | None = wire("positionType", "int")
-    is_long: bool | None = wire("isLong", "bool")
-    opening_price: Decimal | None = wire("openingPrice", "dec")
-    quantity: Decimal | None = wire("quantity", "dec")
-    closing_quantity: Decimal | None = wire("closingQuantity", "dec")
-    remaining_close_quantity: Decimal | None = wire("remainingCloseQuantity", "dec")
-    amount: Decimal | None = wire("amount", "dec")
-    margin_call_amount: Decimal | None = wire("marginCallAmount", "dec")
-    tariff_amount: Decimal | None = wire("tariffAmount", "dec")
-    lever: int | None = wire("lever", "int")
-    margin_amount: Decimal | None = wire("marginAmount", "dec")
-    restrict_price: Decimal | None = wire("restrictPrice", "dec")
-    unrealized_pnl: Decimal | None = wire("unrealizedPnl", "dec")
-    realized_pnl: Decimal | None = wire("realizedPnl", "dec")
-    profit_type: int | None = wire("profitType", "int")
-    profit_price: Decimal | None = wire("profitPrice", "dec")
-    loss_type: int | None = wire("lossType", "int")
-    loss_price: Decimal | None = wire("lossPrice", "dec")
-    lights: int | None = wire("lights", "int")
-    status: int | None = wire("status", "int")
-    create_time: datetime | None = wire("createTime", "dt")
-    create_time_stamp: int | None = wire("createTimeStamp", "int")
-    is_dual: bool | None = wire("isDual", "bool")
-    face_multiplier: Decimal | None = wire("faceMultiplier", "dec")
-    account_coin_id: int | None = wire("accountCoinId", "int")
-    account_coin_symbol: str | None = wire("accountCoinSymbol", "str")
-    account_settle_decimal: int | None = wire("accountSettleDecimal", "int")
-    trade_coin_decimal: int | None = wire("tradeCoinDecimal", "int")
-    is_delivery: bool | None = wire("isDelivery", "bool")
-    delivery_time: datetime | None = wire("deliveryTime", "dt")
-    delivery_time_stamp: int | None = wire("deliveryTimeStamp", "int")
-    settle_show_decimal: int | None = wire("settleShowDecimal", "int")
-    trade_coin_icon: str | None = wire("tradeCoinIcon", "str")
-    settle_coin_icon: str | None = wire("settleCoinIcon", "str")
-    extra: Mapping[str, Any] = _extra()
+    id: int
+    entrust_id: int | None = None
+    contract_pair_id: int | None = None
+    symbol: str | None = None
+    position_type: int | None = None
+    is_long: bool | None = None
+    opening_price: Decimal | None = None
+    quantity: Decimal | None = None
+    closing_quantity: Decimal | None = None
+    remaining_close_quantity: Decimal | None = None
+    amount: Decimal | None = None
+    margin_call_amount: Decimal | None = None
+    tariff_amount: Decimal | None = None
+    lever: int | None = None
+    margin_amount: Decimal | None = None
+    restrict_price: Decimal | None = None
+    unrealized_pnl: Decimal | None = None
+    realized_pnl: Decimal | None = None
+    profit_type: int | None = None
+    profit_price: Decimal | None = None
+    loss_type: int | None = None
+    loss_price: Decimal | None = None
+    lights: int | None = None
+    status: int | None = None
+    create_time: datetime | None = None
+    create_time_stamp: int | None = None
+    is_dual: bool | None = None
+    face_multiplier: Decimal | None = None
+    account_coin_id: int | None = None
+    account_coin_symbol: str | None = None
+    account_settle_decimal: int | None = None
+    trade_coin_decimal: int | None = None
+    is_delivery: bool | None = None
+    delivery_time: datetime | None = None
+    delivery_time_stamp: int | None = None
+    settle_show_decimal: int | None = None
+    trade_coin_icon: str | None = None
+    settle_coin_icon: str | None = None
+
+    def __post_init__(self) -> None:
+        _refuse_non_finite(
+            self,
+            (
+                self.opening_price,
+                self.quantity,
+                self.closing_quantity,
+                self.remaining_close_quantity,
+                self.amount,
+                self.margin_call_amount,
+                self.tariff_amount,
+                self.margin_amount,
+                self.restrict_price,
+                self.unrealized_pnl,
+                self.realized_pnl,
+                self.profit_price,
+                self.loss_price,
+                self.face_multiplier,
+            ),
+        )
+        if self.create_time is not None and self.create_time.tzinfo is None:
+            force_setattr(self, "create_time", _aware(self.create_time))
+        if self.delivery_time is not None and self.delivery_time.tzinfo is None:
+            force_setattr(self, "delivery_time", _aware(self.delivery_time))
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class AccountBalance:
+class AccountBalance(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """The balance of one settlement coin (SPEC 2.4)."""
 
-    user_id: int | None = wire("userId", "int")
-    coin_id: int | None = wire("coinId", "int")
-    symbol: str | None = wire("symbol", "str")
-    available_amount: Decimal | None = wire("availableAmount", "dec")
-    frozen_amount: Decimal | None = wire("frozenAmount", "dec")
-    extra: Mapping[str, Any] = _extra()
+    user_id: int | None = None
+    coin_id: int | None = None
+    symbol: str | None = None
+    available_amount: Decimal | None = None
+    frozen_amount: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        _refuse_non_finite(
+            self,
+            (
+                self.available_amount,
+                self.frozen_amount,
+            ),
+        )
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class MatchRecord:
-    """One matched trade (SPEC 2.5); client_order_id and candidates are the framework's."""
+class MatchRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    """One matched trade (SPEC 2.5); client_order_id and candidates are the framework's.
 
-    id: int = wire("id", "int", required=True)
-    entrust_id: int | None = wire("entrustId", "int")
-    contract_position_id: int | None = wire("contractPositionId", "int")
-    contract_pair_id: int | None = wire("contractPairId", "int")
-    create_time: datetime | None = wire("createTime", "dt")
-    create_time_stamp: int | None = wire("createTimeStamp", "int")
-    symbol: str | None = wire("symbol", "str")
-    account_coin_symbol: str | None = wire("accountCoinSymbol", "str")
-    account_settle_decimal: int | None = wire("accountSettleDecimal", "int")
-    lever: int | None = wire("lever", "int")
-    is_market: bool | None = wire("isMarket", "bool")
-    is_close: bool | None = wire("isClose", "bool")
-    is_long: bool | None = wire("isLong", "bool")
-    is_taker: bool | None = wire("isTaker", "bool")
-    average_price: Decimal | None = wire("averagePrice", "dec")
-    quantity: Decimal | None = wire("quantity", "dec")
-    amount: Decimal | None = wire("amount", "dec")
-    trade_fee: Decimal | None = wire("tradeFee", "dec")
-    position_fee: Decimal | None = wire("positionFee", "dec")
-    profit_loss: Decimal | None = wire("profitLoss", "dec")
-    is_delivery: bool | None = wire("isDelivery", "bool")
-    delivery_time: datetime | None = wire("deliveryTime", "dt")
-    delivery_time_stamp: int | None = wire("deliveryTimeStamp", "int")
-    address: str | None = wire("address", "str")
-    opening_price: Decimal | None = wire("openingPrice", "dec")
-    type: Any = wire("type", "raw")
-    restrict_price: Decimal | None = wire("restrictPrice", "dec")
-    extra: Mapping[str, Any] = _extra()
-    client_order_id: str | None = attrs.field(default=None, kw_only=True)
-    candidates: tuple[str, ...] = attrs.field(default=(), kw_only=True)
-    """Set by the framework when the match may fill any of these in-doubt intents of yours
-    and which one is unknowable (client_order_id is then None); see OrderStatus.AMBIGUOUS."""
+    ``client_order_id`` is set by the framework when the match fills a known intent of
+    yours; ``candidates`` when it may fill any of these in-doubt intents and which one is
+    unknowable (client_order_id is then None; see OrderStatus.AMBIGUOUS). The venue sends
+    neither: :func:`framework.venue.codec.encode` leaves them out.
+    """
+
+    id: int
+    entrust_id: int | None = None
+    contract_position_id: int | None = None
+    contract_pair_id: int | None = None
+    create_time: datetime | None = None
+    create_time_stamp: int | None = None
+    symbol: str | None = None
+    account_coin_symbol: str | None = None
+    account_settle_decimal: int | None = None
+    lever: int | None = None
+    is_market: bool | None = None
+    is_close: bool | None = None
+    is_long: bool | None = None
+    is_taker: bool | None = None
+    average_price: Decimal | None = None
+    quantity: Decimal | None = None
+    amount: Decimal | None = None
+    trade_fee: Decimal | None = None
+    position_fee: Decimal | None = None
+    profit_loss: Decimal | None = None
+    is_delivery: bool | None = None
+    delivery_time: datetime | None = None
+    delivery_time_stamp: int | None = None
+    address: str | None = None
+    opening_price: Decimal | None = None
+    type: Any = None
+    restrict_price: Decimal | None = None
+    client_order_id: str | None = None
+    candidates: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _refuse_non_finite(
+            self,
+            (
+                self.average_price,
+                self.quantity,
+                self.amount,
+                self.trade_fee,
+                self.position_fee,
+                self.profit_loss,
+                self.opening_price,
+                self.restrict_price,
+            ),
+        )
+        if self.create_time is not None and self.create_time.tzinfo is None:
+            force_setattr(self, "create_time", _aware(self.create_time))
+        if self.delivery_time is not None and self.delivery_time.tzinfo is None:
+            force_setattr(self, "delivery_time", _aware(self.delivery_time))
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class PositionPush:
+class PositionPush(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """An api_position push (SPEC 6.1): the data object's fields plus the frame's success."""
 
-    change_type: ChangeType = wire("changeType", "ChangeType", required=True)
-    current_quantity: Decimal | None = wire("currentQuantity", "dec")
-    direction: Direction | None = wire("direction", "Direction")
-    operate_quantity: Decimal | None = wire("operateQuantity", "dec")
-    position_id: int | None = wire("positionId", "int")
-    symbol: str = wire("symbol", "str", required=True)
-    can_closed_quantity: Decimal | None = wire("canClosedQuantity", "dec")
-    contract_pair_id: int | None = wire("contractPairId", "int")
-    position_type: int | None = wire("positionType", "int")
-    opening_price: Decimal | None = wire("openingPrice", "dec")
-    margin_amount: Decimal | None = wire("marginAmount", "dec")
-    margin_call_amount: Decimal | None = wire("marginCallAmount", "dec")
-    success: bool = attrs.field(default=True, kw_only=True)
-    extra: Mapping[str, Any] = _extra()
+    change_type: ChangeType
+    current_quantity: Decimal | None = None
+    direction: Direction | None = None
+    operate_quantity: Decimal | None = None
+    position_id: int | None = None
+    symbol: str
+    can_closed_quantity: Decimal | None = None
+    contract_pair_id: int | None = None
+    position_type: int | None = None
+    opening_price: Decimal | None = None
+    margin_amount: Decimal | None = None
+    margin_call_amount: Decimal | None = None
+    success: bool = True
+
+    def __post_init__(self) -> None:
+        _refuse_non_finite(
+            self,
+            (
+                self.current_quantity,
+                self.operate_quantity,
+                self.can_closed_quantity,
+                self.opening_price,
+                self.margin_amount,
+                self.margin_call_amount,
+            ),
+        )
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class AccountPush:
+class AccountPush(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """An api_account push (SPEC 6.2): the data object's fields plus the frame's success."""
 
-    available_amount: Decimal | None = wire("availableAmount", "dec")
-    frozen_amount: Decimal | None = wire("frozenAmount", "dec")
-    log_id: int = wire("logId", "int", required=True)
-    operate_amount: Decimal | None = wire("operateAmount", "dec")
-    symbol: str = wire("symbol", "str", required=True)
-    coin_id: int | None = wire("coinId", "int")
-    success: bool = attrs.field(default=True, kw_only=True)
-    extra: Mapping[str, Any] = _extra()
+    available_amount: Decimal | None = None
+    frozen_amount: Decimal | None = None
+    log_id: int
+    operate_amount: Decimal | None = None
+    symbol: str
+    coin_id: int | None = None
+    success: bool = True
+
+    def __post_init__(self) -> None:
+        _refuse_non_finite(
+            self,
+            (
+                self.available_amount,
+                self.frozen_amount,
+                self.operate_amount,
+            ),
+        )
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class SubscribeAck:
+class SubscribeAck(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """The answer to a subscribe message (SPEC section 6)."""
 
-    event: str = wire("event", "str", required=True)
-    method: str | None = wire("method", "str")
-    msg: str | None = wire("msg", "str")
-    success: bool = wire("success", "bool", required=True)
-    pair: str | None = wire("pair", "str")
-    symbol: str | None = wire("symbol", "str")
-    extra: Mapping[str, Any] = _extra()
+    event: str
+    method: str | None = None
+    msg: str | None = None
+    success: bool
+    pair: str | None = None
+    symbol: str | None = None
 
 
-@attrs.frozen(slots=True, kw_only=True)
-class Envelope:
+class Envelope(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
     """The REST response envelope; data is left raw for the endpoint's own decoder."""
 
-    error: bool = wire("error", "bool", required=True)
-    code: int = wire("code", "int", required=True)
-    msg: str | None = wire("msg", "str")
-    data: Any = wire("data", "raw")
-    sid: str | None = wire("sid", "id")
-    extra: Mapping[str, Any] = _extra()
+    error: bool
+    code: int
+    msg: str | None = None
+    data: Any = None
+    sid: str | None = None
+    """The response's numeric id as a string (the codec reads a number as its text)."""
 
     @property
     def ok(self) -> bool:

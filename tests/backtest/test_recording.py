@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from framework.backtest.recording import PIECE_SIZE, RecordingReader, RestRecord, WsRecord
-from framework.backtest.scan import _find, scan
+from framework.backtest.scan import scan
 from framework.backtest.synth import SynthSettings, generate
 from framework.live.recorder import RecordingWriter
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH
@@ -151,20 +151,6 @@ def test_scan_without_batch_answers_finds_no_own_activity(tmp_path: Path) -> Non
     assert not index.has_own_orders
     assert not index.own_position_ids and not index.own_match_ids
     assert index.prices
-
-
-def test_the_path_search_finds_what_find_finds() -> None:
-    # Hopping from "/" to "/", with however few hops allowed before the general search,
-    # over every start and end of short texts of "/", "a", "b" and newlines.
-    rng = random.Random(7)
-    for _ in range(200):
-        data = bytes(rng.choice(b"/ab\n") for _ in range(rng.randint(0, 24)))
-        for key in (b"/a", b"/ab/", b"//", b"/", b"a/b"):
-            for start in range(len(data) + 2):
-                for end in range(start, len(data) + 2):
-                    for hops in range(4):
-                        found = _find(data, key, start, end, [hops])
-                        assert found == data.find(key, start, end), (data, key, start, end, hops)
 
 
 def test_a_quick_scan_finds_the_own_orders_a_full_one_finds(tmp_path: Path) -> None:

@@ -1,25 +1,25 @@
-"""Replay throughput beside the plain orjson read rate of the same file, in the same run.
+"""Replay throughput beside a plain two-level orjson read of the same file, in one run.
 
 Generates (once, cached in the temp directory) a synthetic recording of N pushes with
 framework.backtest.synth, then measures on the same file:
 
-1. baseline: read it line by line and ``orjson.loads`` each line (nothing else);
-2. for reference: each line and then its frame parsed with ``orjson.loads`` (what a naive
-   replay does before any work), and the frame also decoded into its record by the codec;
-3. a full backtest with a no-op strategy (a Strategy that overrides nothing: no push is
-   listened to, so each is peeked and filed in the portfolio undecoded);
-4. a full backtest with a strategy whose every data hook does nothing (each push is decoded,
-   applied to the portfolio and dispatched to the hook, as live);
-5. a full backtest with an example strategy (strategies.pulse:Pulse) trading on the paper
-   venue (it listens to position pushes).
+1. baseline: read it line by line, ``orjson.loads`` each line and then its frame (the two
+   levels every recorded push has; nothing else is done);
+2. a full backtest with a counting strategy (an ``on_position`` and an ``on_account`` hook
+   that count): each push is decoded, filed in the portfolio, published and heard;
+3. a full backtest with the no-op strategy (it overrides no hook): each push is decoded and
+   filed the same way, and published to nobody;
+4. with ``--example``, a full backtest of strategies.pulse:Pulse trading on the paper venue.
 
-It prints lines per second for each and each rate as a share of the baseline (the
-done-when figure, for 3, is 40 %). A backtest's time is all of Backtest.run(): the look for
-the recorded node's own orders before the replay, the replay, and the report's figures.
-Logging below ERROR is silenced (strategies and the engine log per order). The baseline
-moves with the page cache from run to run (1.1 to 1.6 s for 1,000,000 pushes here).
+It prints lines per second for each, each rate as a share of the baseline, and checks the
+done-when figures of issue 17: the counting strategy at >= 45 % of the baseline, and the
+no-op strategy no slower than the counting one by more than the hooks' own cost (what
+calling the two counting hooks costs per event, measured apart). A backtest's time is all
+of Backtest.run(): the look for the recorded node's own orders, the replay, the report's
+figures. Logging below ERROR is silenced. The baseline moves with the page cache and the
+machine's load: compare figures of one run.
 
-    python tests/benchmarks/bench_replay.py [--pushes 1000000] [--gzip] [--repeat 3]
+    python tests/benchmarks/bench_replay.py [--pushes 1000000] [--gzip] [--repeat 3] [--example]
 """
 
 from __future__ import annotations
@@ -39,11 +39,12 @@ import orjson
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from framework import AccountPush, MatchRecord, OrderUpdate, PositionPush, Strategy
+from framework import AccountPush, PositionPush, Strategy
 from framework.backtest.runner import Backtest, BacktestSettings
 from framework.backtest.synth import SynthSettings, generate
 from framework.config import parse_config
-from framework.venue.codec import DEFAULT_CODEC
+
+TARGET_SHARE = 0.45
 
 CONFIG = """
 venue: {embedded: true}
@@ -61,20 +62,19 @@ class NoOp(Strategy):
     """A strategy that does nothing: it overrides no hook."""
 
 
-class NoOpHooks(Strategy):
-    """Overrides every data hook with a body that does nothing (so each is dispatched)."""
+class Counting(Strategy):
+    """Counts the pushes it hears: an on_position and an on_account hook."""
+
+    positions = 0
+    accounts = 0
 
     def on_position(self, push: PositionPush) -> None:
-        """Nothing."""
+        """Count it."""
+        self.positions += 1
 
     def on_account(self, push: AccountPush) -> None:
-        """Nothing."""
-
-    def on_match(self, match: MatchRecord) -> None:
-        """Nothing."""
-
-    def on_order(self, update: OrderUpdate) -> None:
-        """Nothing."""
+        """Count it."""
+        self.accounts += 1
 
 
 def recording(pushes: int, gzip: bool) -> Path:
@@ -93,28 +93,15 @@ def recording(pushes: int, gzip: bool) -> Path:
     return path
 
 
-def baseline(path: Path) -> tuple[int, float]:
-    """Lines and seconds to read the file line by line with orjson.loads."""
-    loads = orjson.loads
-    began = time.perf_counter()
-    n = 0
-    with _open(path) as handle:
-        for line in handle:
-            loads(line)
-            n += 1
-    return n, time.perf_counter() - began
-
-
 def _open(path: Path) -> IO[bytes]:
     if path.name.endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")
 
 
-def parse_both(path: Path, decode: bool) -> tuple[int, float]:
-    """Lines and seconds to parse every line and its frame (and decode the frame)."""
+def baseline(path: Path) -> tuple[int, float, dict[str, int]]:
+    """Lines and seconds to orjson.loads every line and then its frame (two levels)."""
     loads = orjson.loads
-    decode_frame = DEFAULT_CODEC.decode_frame
     began = time.perf_counter()
     n = 0
     with _open(path) as handle:
@@ -122,10 +109,8 @@ def parse_both(path: Path, decode: bool) -> tuple[int, float]:
             n += 1
             frame = loads(line).get("frame")
             if frame is not None:
-                obj = loads(frame)
-                if decode:
-                    decode_frame(obj)
-    return n, time.perf_counter() - began
+                loads(frame)
+    return n, time.perf_counter() - began, {}
 
 
 def backtest(path: Path, name: str, cls: str, params: str) -> tuple[int, float, dict[str, int]]:
@@ -140,35 +125,54 @@ def backtest(path: Path, name: str, cls: str, params: str) -> tuple[int, float, 
         "orders": result.results["orders"]["submitted"],
         "fills": result.results["fills"]["count"],
     }
+    heard = result.strategies[0]
+    if isinstance(heard, Counting):
+        counters["heard"] = heard.positions + heard.accounts
     return result.stats.lines, elapsed, counters
 
 
+def hooks_cost(events: int) -> float:
+    """Seconds the two counting hooks themselves take for that many events (direct calls)."""
+    strategy = Counting.__new__(Counting)
+    strategy.positions = strategy.accounts = 0
+    on_position, on_account = strategy.on_position, strategy.on_account
+    push = PositionPush(change_type="NEW", symbol="ETH-USD")  # type: ignore[arg-type]
+    account = AccountPush(log_id=1, symbol="USD")
+    half = events // 2
+    began = time.perf_counter()
+    for _ in range(half):
+        on_position(push)
+    for _ in range(events - half):
+        on_account(account)
+    return time.perf_counter() - began
+
+
 def main() -> int:
-    """Run the comparison and print the figures."""
+    """Run the comparison, print the figures; exit 1 when a done-when figure is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pushes", type=int, default=1_000_000)
     parser.add_argument("--gzip", action="store_true", help="use a .jsonl.gz recording")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs of each")
+    parser.add_argument("--example", action="store_true", help="also run strategies.pulse")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     path = recording(args.pushes, args.gzip)
     size = path.stat().st_size
     print(f"file: {path} ({size / 1e6:.0f} MB)")
     gc.collect()
-    runs: dict[str, tuple[int, float, dict[str, int]]] = {}
-    for _ in range(args.repeat):
-        for label, fn in (
-            ("orjson read (baseline)", lambda: (*baseline(path), {})),
-            ("  line + frame parsed", lambda: (*parse_both(path, False), {})),
-            ("  line + frame parsed, frame decoded", lambda: (*parse_both(path, True), {})),
-            (
-                "backtest, no-op strategy",
-                lambda: backtest(path, "noop", "tests.benchmarks.bench_replay:NoOp", "{}"),
-            ),
-            (
-                "backtest, every hook a no-op",
-                lambda: backtest(path, "hooks", "tests.benchmarks.bench_replay:NoOpHooks", "{}"),
-            ),
+    cases = [
+        ("orjson read, line + frame (baseline)", lambda: baseline(path)),
+        (
+            "backtest, counting strategy",
+            lambda: backtest(path, "count", "tests.benchmarks.bench_replay:Counting", "{}"),
+        ),
+        (
+            "backtest, no-op strategy",
+            lambda: backtest(path, "noop", "tests.benchmarks.bench_replay:NoOp", "{}"),
+        ),
+    ]
+    if args.example:
+        cases.append(
             (
                 "backtest, example strategy (pulse)",
                 lambda: backtest(
@@ -177,13 +181,16 @@ def main() -> int:
                     "strategies.pulse:Pulse",
                     '{pair: BTC-USD, quantity: "0.001", every_s: 1.0, hold: 3}',
                 ),
-            ),
-        ):
+            )
+        )
+    runs: dict[str, tuple[int, float, dict[str, int]]] = {}
+    for _ in range(args.repeat):
+        for label, fn in cases:
             result = fn()
             best = runs.get(label)
             if best is None or result[1] < best[1]:
                 runs[label] = result
-    base_lines, base_s, _ = runs["orjson read (baseline)"]
+    base_lines, base_s, _ = runs[cases[0][0]]
     base_rate = base_lines / base_s
     for label, (lines, seconds, counters) in runs.items():
         rate = lines / seconds
@@ -192,7 +199,27 @@ def main() -> int:
             f"{label:38s} {lines:>9d} lines {seconds:7.2f} s {rate:>11,.0f} lines/s "
             f"{rate / base_rate:6.1%} of baseline" + (f"  ({extra})" if extra else "")
         )
-    return 0
+    lines, counting_s, counters = runs["backtest, counting strategy"]
+    _, noop_s, _ = runs["backtest, no-op strategy"]
+    heard = counters.get("heard", 0)
+    hooks_s = min(hooks_cost(heard) for _ in range(3))
+    share = (lines / counting_s) / base_rate
+    per = 1e6 / max(heard, 1)
+    print(
+        f"no-op minus counting: {(noop_s - counting_s) * per:+.3f} us/push; "
+        f"the hooks' own cost: {hooks_s * per:.3f} us/push ({heard} pushes heard)"
+    )
+    ok_share = share >= TARGET_SHARE
+    ok_noop = noop_s - counting_s <= hooks_s
+    print(
+        "PASS" if ok_share else "FAIL",
+        f"counting strategy at {share:.1%} of the baseline (target >= {TARGET_SHARE:.0%})",
+    )
+    print(
+        "PASS" if ok_noop else "FAIL",
+        "no-op strategy no slower than the counting one by more than the hooks' own cost",
+    )
+    return 0 if ok_share and ok_noop else 1
 
 
 if __name__ == "__main__":

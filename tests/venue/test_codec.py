@@ -1,13 +1,14 @@
-"""Codec: every record decodes from its SPEC field names; nulls, decimals, extras, errors."""
+"""Codec: every record decodes from its SPEC field names; nulls, decimals, unknown keys, errors."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-import attrs
+import msgspec
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,9 +16,11 @@ from hypothesis import strategies as st
 from framework.venue import models as m
 from framework.venue.codec import (
     DEFAULT_CODEC,
-    Codec,
     decode,
+    decode_batch_answer,
     decode_frame,
+    decode_json,
+    decode_match_answer,
     dumps_compact,
     encode,
     plain_decimal,
@@ -55,22 +58,24 @@ def test_every_spec_field_maps_to_its_snake_case_attribute(
             assert got.tzinfo is not None, key
         else:
             assert got == value, key
-    assert record.extra == {}
 
 
 @pytest.mark.parametrize(("cls", "wire"), RECORDS, ids=lambda x: getattr(x, "__name__", ""))
 def test_decimals_are_decimal_never_float(cls: type[Any], wire: dict[str, Any]) -> None:
     record = decode(cls, wire)
-    for f in attrs.fields(cls):
-        if f.metadata.get("kind") == "dec":
+    for f in msgspec.structs.fields(cls):
+        if "Decimal" in str(f.type):
             value = getattr(record, f.name)
             assert value is None or type(value) is Decimal, f.name
 
 
 @pytest.mark.parametrize(("cls", "wire"), RECORDS, ids=lambda x: getattr(x, "__name__", ""))
-def test_unknown_fields_are_kept_in_extra(cls: type[Any], wire: dict[str, Any]) -> None:
-    record = decode(cls, {**wire, "brandNewField": [1, 2], "anotherOne": None})
-    assert record.extra == {"brandNewField": [1, 2], "anotherOne": None}
+def test_unknown_fields_the_venue_adds_later_are_skipped(
+    cls: type[Any], wire: dict[str, Any]
+) -> None:
+    added = {**wire, "brandNewField": [1, {"deep": 2}], "anotherOne": None}
+    assert decode(cls, added) == decode(cls, wire)
+    assert decode_json(cls, orjson.dumps(added)) == decode(cls, wire)
 
 
 @pytest.mark.parametrize(("cls", "wire"), RECORDS, ids=lambda x: getattr(x, "__name__", ""))
@@ -87,11 +92,13 @@ def test_nulls_stay_none_for_optional_fields() -> None:
     assert record.opening_price is None and record.create_time is None and record.is_long is None
 
 
-def test_datetime_is_timezone_aware_in_the_codec_zone() -> None:
+def test_venue_datetime_text_is_read_as_timezone_aware_utc() -> None:
     utc = decode(m.Position, samples.POSITION)
     assert utc.create_time == datetime(2024, 3, 1, 12, 34, 56, tzinfo=UTC)
-    shanghai = Codec(timezone(timedelta(hours=8))).decode(m.Position, samples.POSITION)
-    assert shanghai.create_time == datetime(2024, 3, 1, 4, 34, 56, tzinfo=UTC)
+    assert utc.create_time is not None and utc.create_time.tzinfo is UTC
+    match = decode_json(m.MatchRecord, orjson.dumps(samples.MATCH))
+    assert match.create_time == datetime(2024, 3, 1, 12, 34, 57, tzinfo=UTC)
+    assert encode(match)["createTime"] == "2024-03-01 12:34:57"
 
 
 def test_order_result_accepts_corderid_and_corderid_spelling() -> None:
@@ -99,7 +106,10 @@ def test_order_result_accepts_corderid_and_corderid_spelling() -> None:
     b = decode(m.OrderResult, {"cOrderId": "x1", "orderId": 5, "pairName": "ETH-USD"})
     assert a == b
     assert a.client_order_id == "x1" and a.order_id == 5
-    assert a.extra == {} and b.extra == {}
+    body = {"code": 200, "error": False, "data": [{"corderId": "x1", "orderId": 5}]}
+    assert decode_batch_answer(orjson.dumps(body)) == [
+        m.OrderResult(client_order_id="x1", order_id=5)
+    ]
 
 
 def test_int64_ids_survive_exactly() -> None:
@@ -211,3 +221,93 @@ def test_dumps_compact_is_ascii_and_space_free_json(text: str) -> None:
 
     assert json.loads(body) == {"a": text, "b": [1, "x y"]}
     assert body == json.dumps({"a": text, "b": [1, "x y"]}, separators=(",", ":")).encode()
+
+
+def test_frame_errors_name_the_record_field_and_path_from_the_bytes() -> None:
+    frame = {**samples.POSITION_PUSH, "data": {**samples.POSITION_PUSH["data"], "symbol": 5}}
+    with pytest.raises(DecodeError) as err:
+        decode_frame(orjson.dumps(frame))
+    assert (err.value.record, err.value.field) == ("PositionPush", "symbol")
+    assert "Expected `str`, got `int` - at `$.data.symbol`" in str(err.value)
+
+
+def test_a_frame_that_is_not_json_is_a_decode_error_without_field() -> None:
+    with pytest.raises(DecodeError) as err:
+        decode_frame(b'{"event": "api_position", ')
+    assert err.value.record == "frame" and err.value.field is None
+    assert err.value.reason.startswith("not JSON")
+
+
+def test_frame_text_and_parsed_frame_decode_alike() -> None:
+    for frame in (samples.POSITION_PUSH, samples.ACCOUNT_PUSH, samples.POSITION_ACK):
+        assert decode_frame(orjson.dumps(frame)) == decode_frame(frame)
+        assert decode_frame(orjson.dumps(frame).decode()) == decode_frame(frame)
+
+
+def test_a_failed_push_frame_keeps_its_success_flag() -> None:
+    push = decode_frame(orjson.dumps({**samples.POSITION_PUSH, "success": False}))
+    assert isinstance(push, m.PositionPush) and push.success is False
+
+
+def test_match_answer_decodes_every_match_and_none_for_a_refusal() -> None:
+    ok = {"error": False, "code": 200, "msg": "SUCCESS", "data": [samples.MATCH], "sid": "1"}
+    assert decode_match_answer(orjson.dumps(ok)) == [decode(m.MatchRecord, samples.MATCH)]
+    assert decode_match_answer(orjson.dumps({**ok, "data": None})) == []
+    assert decode_match_answer(orjson.dumps({**ok, "code": 2001, "data": None})) is None
+    bad = {**ok, "data": [samples.MATCH, {**samples.MATCH, "tradeFee": "x"}]}
+    with pytest.raises(DecodeError) as err:
+        decode_match_answer(orjson.dumps(bad))
+    assert (err.value.record, err.value.field) == ("MatchRecord", "tradeFee")
+
+
+def test_records_are_frozen_and_changed_with_replace() -> None:
+    match = decode(m.MatchRecord, samples.MATCH)
+    with pytest.raises(AttributeError):
+        match.client_order_id = "x"  # type: ignore[misc]
+    linked = msgspec.structs.replace(match, client_order_id="x", candidates=("x", "y"))
+    assert linked.client_order_id == "x" and linked.id == match.id
+    assert "clientOrderId" not in encode(linked) and "candidates" not in encode(linked)
+
+
+_DECIMALS = st.decimals(
+    allow_nan=False, allow_infinity=False, places=8, min_value=-(10**12), max_value=10**12
+)
+_TIMES = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2099, 1, 1), timezones=st.just(UTC)
+).map(lambda t: t.replace(microsecond=0))
+
+
+@given(
+    st.builds(
+        m.MatchRecord,
+        id=st.integers(min_value=1, max_value=2**63 - 1),
+        entrust_id=st.none() | st.integers(min_value=1, max_value=2**63 - 1),
+        create_time=st.none() | _TIMES,
+        symbol=st.none() | st.text(max_size=12),
+        is_long=st.none() | st.booleans(),
+        average_price=st.none() | _DECIMALS,
+        quantity=st.none() | _DECIMALS,
+        trade_fee=st.none() | _DECIMALS,
+    )
+)
+def test_a_match_survives_encode_then_decode(match: m.MatchRecord) -> None:
+    wire = encode(match)
+    assert decode(m.MatchRecord, wire) == match
+    assert decode_json(m.MatchRecord, orjson.dumps(wire)) == match
+
+
+@given(
+    st.builds(
+        m.PositionPush,
+        change_type=st.sampled_from(m.ChangeType),
+        current_quantity=st.none() | _DECIMALS,
+        direction=st.none() | st.sampled_from(m.Direction),
+        position_id=st.none() | st.integers(min_value=0, max_value=2**63 - 1),
+        symbol=st.text(max_size=12),
+        opening_price=st.none() | _DECIMALS,
+    ),
+    st.booleans(),
+)
+def test_a_position_push_survives_its_frame(push: m.PositionPush, success: bool) -> None:
+    frame = {"event": "api_position", "success": success, "data": encode(push)}
+    assert decode_frame(orjson.dumps(frame)) == msgspec.structs.replace(push, success=success)

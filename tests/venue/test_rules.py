@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import attrs
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -36,7 +36,7 @@ def make_order(**changes: Any) -> OrderInput:
         price=Decimal("2000.5"),
         quantity=Decimal("0.5"),
     )
-    return attrs.evolve(base, **changes)
+    return msgspec.structs.replace(base, **changes)
 
 
 def check(order: OrderInput, rules: PairRules | None = None, mark: Decimal | None = MARK) -> Any:
@@ -119,10 +119,12 @@ def test_checks_run_in_the_documented_order() -> None:
         position_type=PositionType.CROSS, lever=0, price=Decimal("1.123"), quantity=Decimal("0")
     )
     assert check(order, rules)[0] == 2325
-    assert check(attrs.evolve(order, position_type=PositionType.ISOLATED), rules)[0] == 2303
+    assert (
+        check(msgspec.structs.replace(order, position_type=PositionType.ISOLATED), rules)[0] == 2303
+    )
     order = make_order(lever=10, price=Decimal("1.123"), quantity=Decimal("0"))
     assert check(order, rules)[0] == 2312
-    assert check(attrs.evolve(order, price=Decimal("1")), rules)[0] == 2301
+    assert check(msgspec.structs.replace(order, price=Decimal("1")), rules)[0] == 2301
     assert check(make_order(quantity=Decimal("0.001"), price=Decimal("1")), rules)[0] == 2317
     assert check(make_order(), rules)[0] == 2307
 
