@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "venue": ("framework.twin.cli", "main", "serve the venue twin, a local exchange"),
     "record": ("framework.backtest.cli", "record_main", "record pushes and polls to JSONL"),
     "backtest": ("framework.backtest.cli", "backtest_main", "replay a recording (dry run)"),
+    "sweep": ("framework.backtest.sweep_cli", "sweep_main", "many backtests over parameters"),
     "bench": ("framework.bench", "main", "run the benchmark scripts and print figures"),
 }
 """Subcommand -> (module, function taking argv and returning the exit status, help)."""

@@ -1,0 +1,399 @@
+"""Parameter sweeps: many backtests at once on a Dask cluster, Optuna choosing the trials.
+
+Why these two: running trials is a distributed-scheduling problem (worker processes, machines
+joining and dying, files reaching them, results coming back) that Dask distributed solves
+from an embedded ``LocalCluster`` on a laptop to a scheduler serving many machines; choosing
+trials (grid, random, TPE) and keeping them in a database a sweep can resume from is what
+Optuna does. A hand-written process pool or optimiser would be worse at both.
+
+:func:`run_sweep` keeps as many trials in flight as the cluster has threads (plus one per
+worker, so no worker waits for the client): Optuna's ask/tell interface picks each one's
+parameters, a Dask future runs it (:func:`framework.backtest.sweep_trial.run_trial`), and
+as each finishes its score is told to the study (an RDB storage: ``sweep.db``, SQLite, in the
+output directory) and its report.json written to ``trials/NNNNN/``. A trial that raises, or
+whose worker died, is told FAIL with its message and the sweep goes on. Ctrl-C cancels what
+is in flight, marks it interrupted and queues its parameters again: ``resume`` runs those
+first and then goes on to the requested count; finished trials are never run again (trials
+left RUNNING by a killed client are treated the same way at resume).
+
+Strategy modules reach the workers through Dask's upload of files (a module as its ``.py``,
+a package as a ``.zip``); the recording as :class:`~framework.backtest.sweep_trial.ShipFiles`
+(see there). What a user of a real cluster provides: workers with the same Python and
+``perpframe[sweep]`` installed, reachable from this machine; with ``workers.recording:
+shared``, the recording at the same path on every worker.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import optuna
+from distributed import Client, Future, LocalCluster, as_completed
+from distributed.diagnostics.plugin import UploadFile
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.trial import TrialState
+
+from framework.backtest.sweep_config import Choice, Range, SweepConfig
+from framework.backtest.sweep_trial import (
+    ShipFiles,
+    ShippedFile,
+    TrialOutcome,
+    TrialTask,
+    run_trial,
+    shipped,
+)
+from framework.venue.errors import FrameworkError
+
+__all__ = [
+    "STUDY",
+    "SweepError",
+    "SweepResult",
+    "counted",
+    "distributions",
+    "open_study",
+    "run_sweep",
+    "trial_dir",
+]
+
+log = logging.getLogger("framework.sweep")
+
+STUDY = "sweep"
+"""The study's name in sweep.db."""
+
+
+class SweepError(FrameworkError):
+    """A sweep that cannot start or go on (output directory, cluster, a changed sweep file)."""
+
+
+@attrs.define
+class SweepResult:
+    """How a sweep ended: the study, the trials run now, and whether it was interrupted."""
+
+    study: optuna.Study
+    requested: int
+    ran: int
+    interrupted: bool
+    workers: int
+
+
+def trial_dir(out: Path, number: int) -> Path:
+    """Where a trial's report.json goes."""
+    return out / "trials" / f"{number:05d}"
+
+
+def distributions(sweep: SweepConfig) -> dict[str, BaseDistribution]:
+    """Optuna's distribution for each ``strategy.param`` (a grid samples listed values)."""
+    out: dict[str, BaseDistribution] = {}
+    for key, space in sweep.spaces.items():
+        if isinstance(space, Choice) or sweep.file.sampler.kind == "grid":
+            out[key] = CategoricalDistribution(space.grid())
+        elif space.integer:
+            out[key] = IntDistribution(
+                int(space.low), int(space.high), step=int(space.step or 1), log=space.log
+            )
+        else:
+            out[key] = FloatDistribution(space.low, space.high, step=space.step, log=space.log)
+    return out
+
+
+def _params(sweep: SweepConfig, suggested: dict[str, Any]) -> dict[str, Any]:
+    """Optuna's numbers as the strategy gets them (ints, floats rounded to the step)."""
+    out: dict[str, Any] = {}
+    for key, value in suggested.items():
+        space = sweep.spaces[key]
+        out[key] = space.value(value) if isinstance(space, Range) else value
+    return out
+
+
+def _sampler(sweep: SweepConfig, already: int) -> optuna.samplers.BaseSampler:
+    settings = sweep.file.sampler
+    # A resumed sampler is seeded apart, or a random one would draw the same trials again.
+    seed = None if settings.seed is None else settings.seed + already
+    if settings.kind == "grid":
+        return optuna.samplers.GridSampler(
+            {key: space.grid() for key, space in sweep.spaces.items()}, seed=seed
+        )
+    if settings.kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=settings.startup_trials)
+
+
+def _signature(sweep: SweepConfig) -> dict[str, Any]:
+    """What must not change between a sweep and its resumption."""
+    return {
+        "spaces": {key: repr(space) for key, space in sweep.spaces.items()},
+        "objective": sweep.objective.label,
+        "direction": sweep.objective.direction,
+        "sampler": sweep.file.sampler.kind,
+    }
+
+
+def counted(trial: optuna.trial.FrozenTrial) -> bool:
+    """A trial that counts towards the requested number: finished, not interrupted."""
+    if trial.state == TrialState.COMPLETE:
+        return True
+    return trial.state == TrialState.FAIL and not trial.user_attrs.get("interrupted")
+
+
+def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
+    """The study in out/sweep.db: new (refused if there is one) or resumed (refused if none)."""
+    db = out / "sweep.db"
+    if db.exists() and not resume:
+        raise SweepError(f"{db} exists: pass --resume to continue that sweep, or another --out")
+    if resume and not db.exists():
+        raise SweepError(f"{db}: no sweep to resume")
+    out.mkdir(parents=True, exist_ok=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{db.resolve()}")
+    if resume:
+        try:
+            study = optuna.load_study(study_name=STUDY, storage=storage)
+        except KeyError:
+            raise SweepError(f"{db}: holds no sweep") from None
+        if study.user_attrs.get("signature") != _signature(sweep):
+            raise SweepError(
+                f"{db}: the sweep file's params, objective or sampler changed since this sweep "
+                "began; start a new one with another --out"
+            )
+        _requeue_stale(study)
+        study.sampler = _sampler(sweep, len(study.get_trials(deepcopy=False)))
+        return study
+    study = optuna.create_study(
+        study_name=STUDY,
+        storage=storage,
+        direction=sweep.objective.direction,
+        sampler=_sampler(sweep, 0),
+    )
+    study.set_user_attr("signature", _signature(sweep))
+    study.set_user_attr("objective", sweep.objective.label)
+    return study
+
+
+def _requeue_stale(study: optuna.Study) -> None:
+    """Trials a killed client left RUNNING: failed as interrupted, their params queued again."""
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        _interrupt(study, trial.number, trial._trial_id, trial.params, "interrupted: client died")
+
+
+def _interrupt(
+    study: optuna.Study, number: int, trial_id: int, params: dict[str, Any], why: str
+) -> None:
+    storage = study._storage
+    storage.set_trial_user_attr(trial_id, "interrupted", True)
+    storage.set_trial_user_attr(trial_id, "error", why)
+    study.tell(number, state=TrialState.FAIL)
+    study.enqueue_trial(params, skip_if_exists=False)
+
+
+def _ship_modules(client: Client, sweep: SweepConfig, scratch: Path) -> list[str]:
+    """Upload each strategy's top-level module or package to the workers; their names."""
+    tops: list[str] = []
+    for strategy in sweep.config.strategies:
+        top = strategy.class_.partition(":")[0].split(".")[0]
+        if top not in tops and top != "framework":
+            tops.append(top)
+    names = []
+    for top in tops:
+        spec = importlib.util.find_spec(top)
+        if spec is None or spec.origin in (None, "built-in", "frozen"):
+            continue  # the config check has already said whether it can be imported
+        if spec.submodule_search_locations:
+            root = Path(next(iter(spec.submodule_search_locations)))
+            path = scratch / f"{top}.zip"
+            with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+                for source in sorted(root.rglob("*.py")):
+                    archive.write(source, Path(top) / source.relative_to(root))
+        else:
+            path = Path(spec.origin)  # type: ignore[arg-type]
+        # Workers only: the scheduler need not be able to import strategies.
+        client.register_plugin(UploadFile(str(path), load=True), name=f"perpframe-{path.name}")
+        names.append(path.name)
+    return names
+
+
+def _files(
+    client: Client, sweep: SweepConfig, recording: Path
+) -> tuple[str | ShippedFile, ShippedFile | None]:
+    """The recording (and prices CSV) as the trials find them: shipped, or a shared path."""
+    if sweep.file.workers.recording == "shared":
+        return str(recording.resolve()), None
+    files = [shipped(recording)]
+    if sweep.settings.prices_csv:
+        files.append(shipped(sweep.settings.prices_csv))
+    client.register_plugin(ShipFiles(files))
+    return files[0][0], files[1][0] if len(files) > 1 else None
+
+
+@contextmanager
+def _client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
+    """A client of the scheduler at that address, or of a LocalCluster started for the sweep."""
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except OSError as exc:
+            raise SweepError(f"scheduler {scheduler}: cannot connect: {exc}") from None
+        with client:
+            yield client
+        return
+    count = workers or os.cpu_count() or 1
+    # One thread per worker process: a backtest holds the GIL all the way.
+    with (
+        LocalCluster(
+            n_workers=count,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def _capacity(client: Client) -> tuple[int, int]:
+    """Trials to keep in flight and the number of workers (re-read: workers come and go)."""
+    threads = client.nthreads()
+    return sum(threads.values()) + len(threads), len(threads)
+
+
+def run_sweep(
+    sweep: SweepConfig,
+    out: Path,
+    *,
+    trials: int | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    resume: bool = False,
+    on_trial: Callable[[optuna.trial.FrozenTrial, TrialOutcome | None], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    stop_after: int | None = None,
+) -> SweepResult:
+    """Run (or resume) the sweep to the requested trial count; see the module docstring.
+
+    on_start(done, requested) is called once the cluster is up, on_trial after each trial is
+    recorded; stop_after ends the run cleanly after that many trials (as Ctrl-C would).
+    """
+    if sweep.recording is None:
+        raise SweepError("no recording: pass --recording PATH, or set recording: or backtest.recording")
+    if not sweep.recording.is_file():
+        raise SweepError(f"recording {sweep.recording}: no such file")
+    requested = sweep.trial_count(trials)
+    study = open_study(sweep, out, resume=resume)
+    dists = distributions(sweep)
+    done = sum(counted(t) for t in study.get_trials(deepcopy=False))
+    ran = 0
+    interrupted = False
+    pending: dict[Future, tuple[optuna.trial.Trial, dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="perpframe-sweep-") as scratch, _client(
+        scheduler, workers
+    ) as client:
+        try:
+            client.wait_for_workers(1, timeout=60)
+        except TimeoutError:
+            raise SweepError("no worker joined the cluster within 60 s") from None
+        _ship_modules(client, sweep, Path(scratch))
+        recording, prices_csv = _files(client, sweep, sweep.recording)
+        capacity, count = _capacity(client)
+        if on_start is not None:
+            on_start(done, requested)
+        futures = as_completed()
+
+        def submit() -> None:
+            nonlocal capacity
+            while done + len(pending) < requested and len(pending) < capacity:
+                if stop_after is not None and ran + len(pending) >= stop_after:
+                    return
+                trial = study.ask(dists)
+                params = _params(sweep, trial.params)
+                task = TrialTask(
+                    number=trial.number,
+                    config=sweep.with_params(params),
+                    settings=sweep.settings,
+                    recording=recording,
+                    prices_csv=prices_csv,
+                )
+                future = client.submit(
+                    run_trial, task, key=f"perpframe-trial-{trial.number}-{os.urandom(4).hex()}"
+                )
+                pending[future] = (trial, params)
+                futures.add(future)
+
+        try:
+            submit()
+            for future in futures:
+                trial, params = pending.pop(future)
+                outcome = _record(study, sweep, out, future, trial, params)
+                done += 1
+                ran += 1
+                if on_trial is not None:
+                    on_trial(study._storage.get_trial(trial._trial_id), outcome)
+                capacity, count = _capacity(client)
+                submit()
+            interrupted = done < requested  # stopped after stop_after trials
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            for future, (trial, params) in pending.items():
+                future.cancel()
+                _interrupt(study, trial.number, trial._trial_id, params, "interrupted")
+            pending.clear()
+    return SweepResult(study=study, requested=requested, ran=ran, interrupted=interrupted, workers=count)
+
+
+def _record(
+    study: optuna.Study,
+    sweep: SweepConfig,
+    out: Path,
+    future: Future,
+    trial: optuna.trial.Trial,
+    params: dict[str, Any],
+) -> TrialOutcome | None:
+    """Tell the study how a trial ended; write its report.json when it ran."""
+    outcome: TrialOutcome | None = None
+    error: str | None = None
+    if future.status == "finished":
+        outcome = future.result()
+        error = outcome.error
+    else:
+        exc = future.exception()
+        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    trial.set_user_attr("params", params)
+    if outcome is not None:
+        trial.set_user_attr("worker", outcome.worker)
+        trial.set_user_attr("backtest_s", round(outcome.backtest_s, 6))
+        trial.set_user_attr("trial_s", round(outcome.trial_s, 6))
+    value: float | None = None
+    if outcome is not None and outcome.report is not None:
+        target = trial_dir(out, trial.number)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "report.json").write_bytes(outcome.report)
+        import orjson
+
+        try:
+            value = sweep.objective.score(orjson.loads(outcome.report))
+        except (ValueError, ArithmeticError) as exc:
+            error = str(exc)
+        else:
+            if not math.isfinite(value):
+                value, error = None, f"objective is {value}"
+    if value is None:
+        trial.set_user_attr("error", error or "no result")
+        study.tell(trial, state=TrialState.FAIL)
+    else:
+        study.tell(trial, value)
+    return outcome

@@ -1,0 +1,441 @@
+"""The sweep file: which backtest, which parameters over which spaces, what to optimise.
+
+A sweep file (``run.py sweep -c SWEEP.yaml``, sample ``configs/sweep.yaml``) names a backtest
+config, one search space per strategy parameter, the objective (a key of report.json, or a
+ratio of two) and the sampler. It is read like every other config
+(:mod:`framework.yaml_attrs`): every problem is one ``path: problem (line N)`` line, all
+reported at once, including those found against the backtest config (a strategy name that
+is not there, a parameter its ``Params`` class does not have, a bound or choice it refuses).
+
+A space is a list of values (categorical), or a mapping ``{low, high}`` with an optional
+``step`` or ``log: true`` (integers when both bounds and the step are integers, unless
+``type: float``), or ``{values: [...]}``. Paths in the file are looked up in the working
+directory, then beside the sweep file (the rule strategy modules follow).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+
+from framework.backtest.runner import BacktestSettings, load_backtest_config
+from framework.config import Config
+from framework.venue.errors import ConfigError
+from framework.yaml_attrs import (
+    ConfigProblems,
+    KeyPath,
+    LineMap,
+    Problems,
+    by_line,
+    read_yaml,
+    structure,
+)
+
+__all__ = [
+    "SAMPLERS",
+    "Choice",
+    "Objective",
+    "Range",
+    "SamplerSettings",
+    "Space",
+    "SweepConfig",
+    "SweepFile",
+    "load_sweep_config",
+    "lookup",
+    "parse_sweep",
+]
+
+SAMPLERS: Final = ("grid", "random", "tpe")
+"""Sampler kinds: every combination, uniform random, Optuna's TPE."""
+
+_RANGE_KEYS: Final = frozenset({"low", "high", "step", "log", "type"})
+
+
+def _one_of(*choices: str) -> Any:
+    def check(_inst: object, attribute: attrs.Attribute[str], value: str) -> None:
+        if value not in choices:
+            raise ValueError(
+                f"{attribute.name}: expected one of {', '.join(choices)}, got {value!r}"
+            )
+
+    return check
+
+
+def _at_least(low: int) -> Any:
+    def check(_inst: object, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+        if value is not None and value < low:
+            raise ValueError(f"{attribute.name}: must be at least {low}, got {value}")
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class Objective:
+    """What a trial scores: ``metric`` of report.json (or metric / divide_by), and the aim."""
+
+    metric: str
+    """A dotted key of report.json, e.g. ``pnl.USD.net_pnl``."""
+    divide_by: str | None = None
+    """Another key: the score is metric / divide_by (e.g. PnL over max drawdown)."""
+    direction: str = attrs.field(default="maximize", validator=_one_of("maximize", "minimize"))
+
+    def score(self, results: Mapping[str, Any]) -> float:
+        """The trial's score from its report data; ValueError naming what is missing."""
+        value = lookup(results, self.metric)
+        if self.divide_by is None:
+            return float(value)
+        divisor = lookup(results, self.divide_by)
+        if divisor == 0:
+            raise ValueError(f"objective: {self.divide_by} is 0 (cannot divide by it)")
+        return float(value / divisor)
+
+    @property
+    def label(self) -> str:
+        """How the objective reads in tables and plots."""
+        return self.metric if self.divide_by is None else f"{self.metric} / {self.divide_by}"
+
+
+@attrs.frozen(kw_only=True)
+class SamplerSettings:
+    """``sampler:``: grid, random or tpe, seeded for repeatable choices."""
+
+    kind: str = attrs.field(default="tpe", validator=_one_of(*SAMPLERS))
+    seed: int | None = 1
+    startup_trials: int = attrs.field(default=10, validator=_at_least(1))
+    """TPE: random trials before the model guides the choice."""
+
+
+@attrs.frozen(kw_only=True)
+class WorkerSettings:
+    """``workers:``: how the recording reaches the workers."""
+
+    recording: str = attrs.field(default="ship", validator=_one_of("ship", "shared"))
+    """ship: the client sends the file once to each worker, which keeps it on its local disk;
+    shared: every worker reads the same path (shared storage mounted alike everywhere)."""
+
+
+@attrs.frozen(kw_only=True)
+class SweepFile:
+    """The sweep file as written (paths not yet resolved, spaces not yet checked)."""
+
+    backtest: str
+    """The backtest config: a live config with a ``backtest:`` section."""
+    recording: str | None = None
+    """The recording (default: --recording, else the backtest config's backtest.recording)."""
+    trials: int | None = attrs.field(default=None, validator=_at_least(1))
+    """How many trials in all (default: the grid's size, else 20)."""
+    objective: Objective
+    sampler: SamplerSettings = SamplerSettings()
+    workers: WorkerSettings = WorkerSettings()
+    params: dict[str, dict[str, Any]]
+    """strategy name -> parameter -> space."""
+
+
+@attrs.frozen
+class Choice:
+    """A categorical space: one of these values."""
+
+    values: tuple[Any, ...]
+
+    def grid(self) -> list[Any]:
+        """Every value."""
+        return list(self.values)
+
+
+@attrs.frozen(kw_only=True)
+class Range:
+    """A numeric space from low to high (inclusive), on a step or a log scale."""
+
+    low: float
+    high: float
+    step: float | None = None
+    log: bool = False
+    integer: bool = False
+    decimals: int | None = None
+    """Decimal places of a float step: trial values are rounded to them (0.30000000000000004
+    would otherwise reach the strategy, and best.yaml)."""
+
+    def grid(self) -> list[Any]:
+        """Every value on the step (only a stepped or integer range has a grid)."""
+        if self.step is None and not self.integer:
+            raise ValueError("a range without a step has no grid")
+        step = self.step or 1
+        count = int(math.floor((self.high - self.low) / step + 1e-9)) + 1
+        return [self.value(self.low + i * step) for i in range(count)]
+
+    def value(self, raw: float) -> Any:
+        """A sampled number as the trial passes it on (int, or float rounded to the step)."""
+        if self.integer:
+            return int(round(raw))
+        return round(raw, self.decimals) if self.decimals is not None else float(raw)
+
+
+Space = Choice | Range
+
+
+@attrs.frozen(kw_only=True)
+class SweepConfig:
+    """A checked sweep: the backtest config and settings, the spaces and the objective."""
+
+    path: Path
+    file: SweepFile
+    config_path: Path
+    config: Config
+    settings: BacktestSettings
+    recording: Path | None
+    """None when neither the sweep file nor the backtest config names one."""
+    spaces: dict[str, Space]
+    """``strategy.param`` -> space, in file order."""
+    strategy_index: dict[str, int]
+    """strategy name -> its index in config.strategies."""
+
+    @property
+    def objective(self) -> Objective:
+        """The objective."""
+        return self.file.objective
+
+    def trial_count(self, requested: int | None = None) -> int:
+        """--trials, else the file's trials, else the grid's size (grid) or 20; grids capped."""
+        size = self.grid_size() if self.file.sampler.kind == "grid" else None
+        count = requested or self.file.trials or size or 20
+        return min(count, size) if size is not None else count
+
+    def grid_size(self) -> int:
+        """How many combinations the grid has."""
+        return math.prod(len(space.grid()) for space in self.spaces.values())
+
+    def with_params(self, params: Mapping[str, Any]) -> Config:
+        """The backtest config with ``strategy.param`` values set over its strategies' params."""
+        strategies = list(self.config.strategies)
+        for key, value in params.items():
+            name, _, param = key.partition(".")
+            index = self.strategy_index[name]
+            spec = strategies[index]
+            strategies[index] = attrs.evolve(spec, params={**spec.params, param: value})
+        return attrs.evolve(self.config, strategies=strategies)
+
+
+def lookup(results: Mapping[str, Any], dotted: str) -> Decimal:
+    """The number at a dotted key of report data; ValueError naming the key if absent."""
+    node: Any = results
+    walked: list[str] = []
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            where = ".".join(walked) or "the top level"
+            keys = ", ".join(sorted(map(str, node))) if isinstance(node, Mapping) else "none"
+            raise ValueError(f"report.json has no {dotted} (no {part!r} under {where}; keys: {keys})")
+        node = node[part]
+        walked.append(part)
+    if isinstance(node, bool) or not isinstance(node, int | float | str):
+        raise ValueError(f"report.json's {dotted} is not a number: {node!r}")
+    try:
+        return Decimal(str(node))
+    except InvalidOperation:
+        raise ValueError(f"report.json's {dotted} is not a number: {node!r}") from None
+
+
+def _find(raw: str, base: Path) -> Path:
+    """A path of the file: as given (working directory), else beside the sweep file."""
+    path = Path(raw)
+    if path.is_absolute() or path.exists():
+        return path
+    beside = base.parent / path
+    return beside if beside.exists() else path
+
+
+def _decimals(number: float) -> int:
+    exponent = Decimal(str(number)).normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, bool | int | float | str)
+
+
+def _choice(values: Any, path: KeyPath, out: Problems) -> Choice | None:
+    if not isinstance(values, list) or not values:
+        out.add(path, "expected a non-empty list of values")
+        return None
+    bad = [i for i, v in enumerate(values) if not _scalar(v)]
+    for i in bad:
+        out.add((*path, i), "expected a number, string, true/false or null")
+    if len(set(map(repr, values))) != len(values):
+        out.add(path, "values repeat")
+        return None
+    return None if bad else Choice(tuple(values))
+
+
+def _range(raw: Mapping[str, Any], path: KeyPath, out: Problems) -> Range | None:
+    before = len(out.found)
+    for key in sorted(set(raw) - _RANGE_KEYS - {"values"}):
+        out.add((*path, key), "unknown key (a range has low, high, step, log, type)", key=True)
+    for key in ("low", "high"):
+        if key not in raw:
+            out.add(path, f"{key} is missing (a range needs low and high)")
+        elif not _is_number(raw[key]):
+            out.add((*path, key), f"expected a number, got {raw[key]!r}")
+    step, log, kind = raw.get("step"), raw.get("log", False), raw.get("type")
+    if step is not None and (not _is_number(step) or step <= 0):
+        out.add((*path, "step"), f"expected a positive number, got {step!r}")
+    if not isinstance(log, bool):
+        out.add((*path, "log"), f"expected true or false, got {log!r}")
+    if kind not in (None, "int", "float"):
+        out.add((*path, "type"), f"expected int or float, got {kind!r}")
+    if len(out.found) > before:
+        return None
+    low, high = raw["low"], raw["high"]
+    if not low < high:
+        out.add(path, f"low ({low}) must be below high ({high})")
+    if log and step is not None:
+        out.add(path, "step and log: true cannot go together")
+    if log and low <= 0:
+        out.add((*path, "low"), "a log range needs low > 0")
+    integer = kind == "int" or (
+        kind is None and all(type(v) is int for v in (low, high, step if step else 1))
+    )
+    if integer and not all(float(v).is_integer() for v in (low, high, step or 1)):
+        out.add(path, "type: int needs integer low, high and step")
+    if len(out.found) > before:
+        return None
+    decimals = _decimals(step) if step is not None and not integer else None
+    return Range(
+        low=low, high=high, step=step, log=log, integer=integer, decimals=decimals
+    )
+
+
+def _space(raw: Any, path: KeyPath, out: Problems) -> Space | None:
+    if isinstance(raw, list):
+        return _choice(raw, path, out)
+    if isinstance(raw, Mapping):
+        if "values" in raw:
+            for key in sorted(set(raw) - {"values"}):
+                out.add((*path, key), "unknown key beside values", key=True)
+            return _choice(raw["values"], (*path, "values"), out)
+        return _range(raw, path, out)
+    out.add(path, f"expected a list of values or a mapping with low and high, got {raw!r}")
+    return None
+
+
+def _check_params(
+    name: str, index: int, config: Config, spaces: Mapping[str, Space], lines: LineMap, out: Problems
+) -> None:
+    """Each swept parameter exists and its bounds and choices are values the strategy takes."""
+    from framework.engine.strategy import load_strategy
+
+    spec = config.strategies[index]
+    try:
+        cls = load_strategy(spec.class_)
+    except Exception:
+        return  # the backtest config's own check reports it
+    params_cls = getattr(cls, "Params", None)
+    if params_cls is None or not attrs.has(params_cls):
+        return  # free-form params: nothing to check them against
+    known = {a.name for a in attrs.fields(params_cls)}
+    for key, space in spaces.items():
+        param = key.partition(".")[2]
+        path: KeyPath = ("params", name, param)
+        if param not in known:
+            out.add(
+                path,
+                f"strategy {name!r} ({spec.class_}) has no parameter {param!r} "
+                f"(it has: {', '.join(sorted(known))})",
+                key=True,
+            )
+            continue
+        samples = space.grid() if isinstance(space, Choice) else [
+            space.value(space.low),
+            space.value(space.high),
+        ]
+        for value in samples:
+            try:
+                structure({**spec.params, param: value}, params_cls)
+            except ConfigProblems as exc:
+                problem = "; ".join(exc.problems)
+                out.add(path, f"the value {value!r} is refused: {problem}")
+                break
+
+
+def parse_sweep(
+    text: str,
+    *,
+    path: str | Path = "<sweep>",
+    recording: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> SweepConfig:
+    """Read a sweep file's text (paths relative to path) or raise ConfigProblems."""
+    import os
+
+    source = Path(path)
+    data, lines = read_yaml(text, source=str(source), env=os.environ if env is None else env)
+    problems: list[str] = []
+    try:
+        file = structure(data, SweepFile, lines=lines)
+    except ConfigProblems as exc:
+        raise ConfigProblems([f"{source}: {p}" for p in exc.problems]) from None
+    out = Problems(lines)
+    config_path = _find(file.backtest, source)
+    if not config_path.is_file():
+        out.add(("backtest",), f"{file.backtest}: no such file")
+        raise ConfigProblems([f"{source}: {p}" for p in out.found])
+    config, settings = load_backtest_config(config_path)  # its problems name its own file
+    index = {s.name: i for i, s in enumerate(config.strategies)}
+    spaces: dict[str, Space] = {}
+    if not file.params:
+        out.add(("params",), "no parameter to sweep")
+    for name, params in file.params.items():
+        if name not in index:
+            out.add(
+                ("params", name),
+                f"no strategy named {name!r} in {config_path} "
+                f"(strategies: {', '.join(index) or 'none'})",
+                key=True,
+            )
+            continue
+        if not params:
+            out.add(("params", name), "no parameter to sweep")
+        mine: dict[str, Space] = {}
+        for param, raw in params.items():
+            space = _space(raw, ("params", name, param), out)
+            if space is not None:
+                mine[f"{name}.{param}"] = space
+        _check_params(name, index[name], config, mine, lines, out)
+        spaces.update(mine)
+    if file.sampler.kind == "grid":
+        for key, space in spaces.items():
+            if isinstance(space, Range) and space.step is None and not space.integer:
+                name, _, param = key.partition(".")
+                out.add(("params", name, param), "a grid needs a step (or a list of values)")
+    chosen = recording or file.recording
+    found = _find(str(chosen), source) if chosen else settings.recording
+    if out.found or problems:
+        raise ConfigProblems([f"{source}: {p}" for p in by_line(out.found + problems)])
+    return SweepConfig(
+        path=source,
+        file=file,
+        config_path=config_path,
+        config=config,
+        settings=settings,
+        recording=Path(found) if found else None,
+        spaces=spaces,
+        strategy_index=index,
+    )
+
+
+def load_sweep_config(
+    path: str | Path, *, recording: str | Path | None = None
+) -> SweepConfig:
+    """Read and check a sweep file; ConfigError (every problem, located) if it is wrong."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return parse_sweep(text, path=path, recording=recording)
