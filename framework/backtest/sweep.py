@@ -26,6 +26,7 @@ shared``, the recording at the same path on every worker.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import logging
 import math
 import os
@@ -124,11 +125,11 @@ def _sampler(sweep: SweepConfig, already: int) -> optuna.samplers.BaseSampler:
     settings = sweep.file.sampler
     # A resumed sampler is seeded apart, or a random one would draw the same trials again.
     seed = None if settings.seed is None else settings.seed + already
-    if settings.kind == "grid":
-        return optuna.samplers.GridSampler(
-            {key: space.grid() for key, space in sweep.spaces.items()}, seed=seed
-        )
-    if settings.kind == "random":
+    if settings.kind in ("grid", "random"):
+        # A grid is every combination enqueued when the study is created (see open_study):
+        # queued trials persist in sweep.db, and Optuna's GridSampler stops the study, which
+        # the ask-and-tell loop cannot have.
+        return optuna.samplers.RandomSampler(seed=seed)
         return optuna.samplers.RandomSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=settings.startup_trials)
 
@@ -181,6 +182,10 @@ def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
     )
     study.set_user_attr("signature", _signature(sweep))
     study.set_user_attr("objective", sweep.objective.label)
+    if sweep.file.sampler.kind == "grid":
+        keys = list(sweep.spaces)
+        for values in itertools.product(*(sweep.spaces[k].grid() for k in keys)):
+            study.enqueue_trial(dict(zip(keys, values, strict=True)))
     return study
 
 

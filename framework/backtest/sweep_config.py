@@ -386,6 +386,9 @@ def parse_sweep(
     if not config_path.is_file():
         out.add(("backtest",), f"{file.backtest}: no such file")
         raise ConfigProblems([f"{source}: {p}" for p in out.found])
+    from framework.cli import add_strategy_dirs
+
+    add_strategy_dirs(config_path)  # strategy modules are found as `run.py backtest` finds them
     config, settings = load_backtest_config(config_path)  # its problems name its own file
     index = {s.name: i for i, s in enumerate(config.strategies)}
     spaces: dict[str, Space] = {}

@@ -1,0 +1,331 @@
+"""Sweeps: a real Dask scheduler and workers, the embedded LocalCluster, resume, failures.
+
+Every trial's report.json is compared, byte for byte, with ``run.py backtest``'s for a config
+holding the same parameters. Recordings are tiny (a trial takes a fraction of a second).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from framework.backtest.cli import backtest_main
+from framework.backtest.synth import SynthSettings, generate
+
+pytest.importorskip("distributed")
+pytest.importorskip("optuna")
+
+from framework.backtest.sweep import distributions, open_study, run_sweep  # noqa: E402
+from framework.backtest.sweep_cli import INSTALL_HINT, sweep_main  # noqa: E402
+from framework.backtest.sweep_config import load_sweep_config  # noqa: E402
+
+BACKTEST = """\
+venue: {embedded: true}
+pairs:
+  ETH-USD: {}
+  BTC-USD: {quantity_decimals: 4, min_quantity: "0.0001"}
+polling: {match_interval_s: 0.5}
+strategies:
+  - name: ladder
+    class: strategies.ladder:Ladder
+    params: {pair: ETH-USD, quantity: "0.01", spacing: "0.5", levels: 3}
+  - name: flaky
+    class: %(module)s:Flaky
+    params: {pair: BTC-USD, quantity: "0.001", every_s: 1.0, hold: 3}
+logging: {level: WARNING}
+backtest:
+  paper: {balances: {USD: "100000"}}
+"""
+
+# A strategy module only the sweep can bring to the workers (they run elsewhere).
+FLAKY = '''\
+"""A pulse that cannot be built with boom: 1 (a trial that raises)."""
+
+from __future__ import annotations
+
+import attrs
+
+from strategies.pulse import Pulse
+
+
+class Flaky(Pulse):
+    """Pulse, refusing boom == 1 when built."""
+
+    @attrs.frozen(kw_only=True)
+    class Params(Pulse.Params):
+        """Pulse's params and boom."""
+
+        boom: int = 0
+
+    def __init__(self, name, context, params=None, **kwargs):
+        params = dict(params or {})
+        boom = params.pop("boom", 0)
+        if boom == 1:
+            raise RuntimeError("boom is 1")
+        super().__init__(name, context, params, **kwargs)
+'''
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny synthetic recording (a trial takes well under a second)."""
+    path = tmp_path_factory.mktemp("rec") / "tiny.jsonl.gz"
+    generate(path, SynthSettings(pushes=800, seed=3, mean_gap_ms=100))
+    return path
+
+
+def _setup(tmp_path: Path, module: str, sweep: str) -> Path:
+    """A directory holding the strategy module, backtest.yaml and sweep.yaml."""
+    (tmp_path / f"{module}.py").write_text(FLAKY, encoding="utf-8")
+    (tmp_path / "backtest.yaml").write_text(BACKTEST % {"module": module}, encoding="utf-8")
+    (tmp_path / "sweep.yaml").write_text(sweep, encoding="utf-8")
+    return tmp_path / "sweep.yaml"
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    with (out / "trials.csv").open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _value(text: str) -> Any:
+    return yaml.safe_load(text)  # trials.csv holds values as YAML would spell them
+
+
+def _check_reports(tmp_path: Path, module: str, recording: Path, out: Path) -> int:
+    """Each complete trial's report.json equals run.py backtest's with its params; count."""
+    compared = 0
+    for row in _rows(out):
+        if row["state"] != "complete":
+            continue
+        config = yaml.safe_load(BACKTEST % {"module": module})
+        by_name = {s["name"]: s for s in config["strategies"]}
+        for key, text in row.items():
+            name, dot, param = key.partition(".")
+            if dot and name in by_name and text != "":
+                by_name[name]["params"][param] = _value(text)
+        single = tmp_path / f"single-{row['number']}.yaml"
+        single.write_text(yaml.safe_dump(config), encoding="utf-8")
+        report = tmp_path / f"single-{row['number']}"
+        assert backtest_main(["-c", str(single), "--recording", str(recording), "--report", str(report)]) == 0
+        trial = out / "trials" / f"{int(row['number']):05d}" / "report.json"
+        assert trial.read_bytes() == (report / "report.json").read_bytes(), row
+        compared += 1
+    return compared
+
+
+GRID = """\
+backtest: backtest.yaml
+objective: {metric: pnl.USD.net_pnl, direction: maximize}
+sampler: {kind: grid}
+params:
+  flaky:
+    boom: {low: 0, high: 2}
+  ladder:
+    spacing: ["0.5", "1.5"]
+"""
+
+
+def test_embedded_local_cluster_sweep_matches_single_backtests(
+    tmp_path: Path, recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = _setup(tmp_path, "flaky_embedded", GRID)
+    out = tmp_path / "out"
+    argv = ["-c", str(sweep), "--recording", str(recording), "--out", str(out), "--workers", "2"]
+    assert sweep_main(argv) == 0
+    rows = _rows(out)
+    assert len(rows) == 6  # the whole grid: boom 0..2 x two spacings
+    failed = [r for r in rows if r["state"] == "fail"]
+    assert [r["flaky.boom"] for r in failed] == ["1", "1"]
+    assert all("boom is 1" in r["error"] for r in failed)
+    assert _check_reports(tmp_path, "flaky_embedded", recording, out) == 4
+    best = yaml.safe_load((out / "best.yaml").read_text(encoding="utf-8"))
+    assert {s["name"] for s in best["strategies"]} == {"ladder", "flaky"}
+    assert all("pair" in s["params"] for s in best["strategies"])  # whole blocks, to paste
+    page = (out / "sweep.html").read_text(encoding="utf-8")
+    assert "Objective over trials" in page and "cdn" not in page.split("<body>")[1].lower()
+    printed = capsys.readouterr().out
+    assert "Best trials" in printed and "2 failed" in printed
+
+
+def _free_address_file(directory: Path) -> Path:
+    return directory / "scheduler.json"
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
+    """A bounded poll for synchronous code (no fixed sleep): the predicate's truthy value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+@pytest.fixture
+def dask_cluster(tmp_path: Path) -> Iterator[str]:
+    """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (free ports)."""
+    from distributed import Client
+
+    dask = Path(sys.executable).with_name("dask")
+    command = [str(dask)] if dask.exists() else [sys.executable, "-m", "dask"]
+    elsewhere = tmp_path / "workers"
+    elsewhere.mkdir()
+    file = _free_address_file(tmp_path)
+    env = {**os.environ, "PYTHONPATH": ""}  # workers find nothing beside the sweep file
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(
+            subprocess.Popen(
+                [*command, "scheduler", "--host", "127.0.0.1", "--port", "0",
+                 "--no-dashboard", "--scheduler-file", str(file)],
+                cwd=elsewhere, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+        )
+        _wait_for(lambda: file.exists() and file.stat().st_size > 0, 30, "scheduler file")
+        address = _wait_for(lambda: _address(file), 30, "scheduler address")
+        for i in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [*command, "worker", address, "--host", "127.0.0.1", "--nworkers", "1",
+                     "--nthreads", "1", "--no-dashboard", "--no-nanny",
+                     "--local-directory", str(elsewhere / f"w{i}")],
+                    cwd=elsewhere, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )
+            )
+        with Client(address, timeout="20s") as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+
+
+def _address(file: Path) -> str | None:
+    import json
+
+    try:
+        return str(json.loads(file.read_text(encoding="utf-8"))["address"])
+    except (ValueError, KeyError, OSError):
+        return None
+
+
+RANDOM = """\
+backtest: backtest.yaml
+trials: 3
+objective: {metric: pnl.USD.net_pnl, divide_by: pnl.USD.initial_equity, direction: maximize}
+sampler: {kind: random, seed: 7}
+params:
+  flaky:
+    hold: [2, 4]
+    every_s: {low: 0.5, high: 2.0, step: 0.5}
+"""
+
+
+def test_sweep_on_a_dask_scheduler_and_two_worker_processes(
+    tmp_path: Path, recording: Path, dask_cluster: str
+) -> None:
+    sweep = _setup(tmp_path, "flaky_remote", RANDOM)
+    out = tmp_path / "out"
+    argv = ["-c", str(sweep), "--recording", str(recording), "--out", str(out),
+            "--scheduler", dask_cluster]
+    assert sweep_main(argv) == 0
+    rows = _rows(out)
+    assert [r["state"] for r in rows] == ["complete"] * 3, rows
+    assert len({r["worker"] for r in rows}) >= 1
+    assert all(r["worker"].startswith("tcp://127.0.0.1:") for r in rows)
+    assert _check_reports(tmp_path, "flaky_remote", recording, out) == 3
+
+
+RESUMABLE = """\
+backtest: backtest.yaml
+trials: 5
+objective: {metric: pnl.USD.net_pnl}
+sampler: {kind: random, seed: 3}
+params:
+  ladder:
+    levels: {low: 1, high: 6}
+    spacing: {low: 0.25, high: 2.0, step: 0.25}
+"""
+
+
+def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
+    tmp_path: Path, recording: Path
+) -> None:
+    sweep_path = _setup(tmp_path, "flaky_resume", RESUMABLE)
+    sweep = load_sweep_config(sweep_path, recording=recording)
+    out = tmp_path / "out"
+    first = run_sweep(sweep, out, workers=1, stop_after=2)
+    assert first.interrupted and first.ran == 2
+    before = {
+        p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in (out / "trials").glob("*/report.json")
+    }
+    assert len(before) == 2
+    # A client killed with a trial in flight leaves it RUNNING in sweep.db.
+    study = open_study(sweep, out, resume=True)
+    stale = study.ask(distributions(sweep))
+    second = run_sweep(sweep, out, workers=1, resume=True)
+    assert not second.interrupted
+    trials = second.study.get_trials(deepcopy=False)
+    ran = [t for t in trials if not t.user_attrs.get("interrupted")]
+    assert len(ran) == 5 and second.ran == 3
+    assert [t.state.name for t in ran] == ["COMPLETE"] * 5
+    after = {
+        p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in (out / "trials").glob("*/report.json")
+    }
+    assert {k: after[k] for k in before} == before  # finished trials were not run again
+    assert len(after) == 5
+    assert next(t for t in trials if t.number == stale.number).user_attrs["interrupted"]
+    assert sum(t.params == stale.params for t in ran) >= 1  # its parameters were run after all
+
+
+def test_sweep_file_problems_are_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = """\
+backtest: backtest.yaml
+objective: {metric: pnl.USD.net_pnl, direction: upward}
+params:
+  ladder:
+    levels: {low: 0, high: 4}
+    spacing: {low: 2, high: 1, step: 0.5}
+    colour: [red, blue]
+  nobody:
+    x: [1, 2]
+"""
+    sweep = _setup(tmp_path, "flaky_bad", bad)
+    assert sweep_main(["-c", str(sweep)]) == 1
+    err = capsys.readouterr().err
+    assert "direction: expected one of maximize, minimize, got 'upward' (line 2)" in err
+    good = bad.replace("upward", "minimize")
+    sweep.write_text(good, encoding="utf-8")
+    assert sweep_main(["-c", str(sweep)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.startswith(f"{sweep}: params.ladder.levels: the value 0 is refused") and line.endswith("(line 5)") for line in lines), lines
+    assert any("params.ladder.spacing: low (2) must be below high (1) (line 6)" in line for line in lines), lines
+    assert any("params.ladder.colour: strategy 'ladder'" in line and "(line 7)" in line for line in lines), lines
+    assert any("params.nobody: no strategy named 'nobody'" in line and "(line 8)" in line for line in lines), lines
+
+
+def test_sweep_without_the_extra_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "optuna", None)
+    assert sweep_main(["-c", "configs/sweep.yaml"]) == 1
+    assert capsys.readouterr().err.strip() == INSTALL_HINT
+    assert "pip install 'perpframe[sweep]'" in INSTALL_HINT
