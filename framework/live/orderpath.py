@@ -26,8 +26,15 @@ framework errors; rest.py applies the same two functions to httpx errors):
   is a ServerFault, never a refusal).
 
 A pooled socket the venue closed while idle is noticed before writing (the transport saw
-EOF, or a non-blocking ``MSG_PEEK`` finds EOF or stray bytes) and replaced by a new
-connection; a request is never written on a connection known to be dead.
+EOF, or, after ``PEEK_AFTER_S`` of idleness, a non-blocking ``MSG_PEEK`` finds EOF or stray
+bytes the loop has not processed yet) and replaced by a new connection; a request is never
+written on a connection known to be dead.
+
+Figures (loopback, 2 shared cores, ``tests/benchmarks/bench_tick_to_trade.py``, medians of
+rounds): push -> batchCreate arrival p50 2.2-2.9 ms with httpx (floor 0.5-0.6 ms in the same
+runs) and 0.9-1.1 ms with this module (floor 0.6 ms); in the daemon, from the frame's
+decode to the request's write: 0.43 ms, of which the journal commit ~0.09 ms and signing
+~0.1 ms (the floor signs too).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import time
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -43,6 +51,9 @@ from framework.venue.requests import PreparedRequest
 
 __all__ = ["Exchange", "OrderPath", "no_answer", "send_failed"]
 
+PEEK_AFTER_S: Final = 1.0
+"""A connection idle this long is peeked at before reuse (a syscall, ~10 us): idle-closing
+servers close after seconds; within this time the loop's own EOF notice is trusted."""
 _MAX_HEAD: Final = 64 * 1024
 _MAX_BODY: Final = 16 * 1024 * 1024
 
@@ -76,6 +87,7 @@ class _Conn(asyncio.Protocol):
         self.lost: BaseException | None = None
         self.closed = False
         self.waiter: asyncio.Future[None] | None = None
+        self.idle_since = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Keep the transport."""
@@ -103,14 +115,14 @@ class _Conn(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def usable(self) -> bool:
+    def usable(self, now: float) -> bool:
         """True if a request may be written now: open, quiet, and the peer has not closed."""
         if self.closed or self.eof or self.buf or self.transport is None:
             return False
         if self.transport.is_closing():
             return False
         sock = self.sock
-        if sock is None:
+        if sock is None or now - self.idle_since < PEEK_AFTER_S:
             return True
         try:
             # EOF (b"") or stray bytes pending on an idle connection: the venue closed it
@@ -232,9 +244,10 @@ class OrderPath:
     def _take(self) -> _Conn | None:
         """An idle connection that is still usable (dead ones are closed on the way)."""
         idle = self._idle
+        now = time.monotonic()
         while idle:
             conn = idle.pop()  # the most recently used: the warmest
-            if conn.usable():
+            if conn.usable(now):
                 return conn
             conn.close()
         return None
@@ -244,6 +257,7 @@ class OrderPath:
         if conn.closed or len(self._idle) >= self.max_idle:
             conn.close()
             return
+        conn.idle_since = time.monotonic()
         self._idle.append(conn)
 
     async def aclose(self) -> None:

@@ -14,7 +14,12 @@ failures since the last session that got subscribed), driven by stamina's retry 
 
 Within one connection nothing is lost, so a position push equal to the last one of its
 position is a duplicate delivery: it is dropped and counted (``duplicates``). Account pushes
-are left to the portfolio's logId rule.
+are left to the portfolio's logId rule. The last push per position is kept for open
+positions only, at most ``MAX_OPEN_POSITIONS`` of them (least recently pushed dropped
+first); a push that closes its position (a current quantity of 0, or none with CLOSE or
+LIQUIDATE: the portfolio's rule) moves it to a short list of recent closes
+(``MAX_RECENT_CLOSES``), so memory stays flat however many positions open and close over a
+connection's life.
 
 A frame that is not JSON or does not fit its record, or carries an unknown event, is logged
 with a bounded excerpt, counted and skipped: it never stops the stream. This module is the one
@@ -67,6 +72,11 @@ _EXCERPT: Final = 160
 _LOG_FIRST: Final = 20  # bad frames logged one by one; after that one line per _LOG_EVERY
 _LOG_EVERY: Final = 1000
 _MAX_POSITION_PAGES: Final = 50
+MAX_OPEN_POSITIONS: Final = 4096
+"""Open positions whose last push is kept for duplicate detection (LRU beyond that)."""
+MAX_RECENT_CLOSES: Final = 256
+"""Closing pushes kept so a duplicate delivery of one is still dropped."""
+_CLOSING: Final = frozenset(("CLOSE", "LIQUIDATE"))
 
 FrameCallback = Callable[[PositionPush | AccountPush], None]
 StateCallback = Callable[[str, str], None]
@@ -169,7 +179,9 @@ class StreamClient:
         self._codec = codec
         self._rng = rng if rng is not None else random.Random()
         self._failures = 0  # since the last subscribed session: the backoff exponent
+        # Last push per open position, least recently pushed first; and recent closing pushes.
         self._last_position: dict[tuple[str, int | None], PositionPush] = {}
+        self._closed: dict[tuple[str, int | None], PositionPush] = {}
         self.stats = StreamStats()
         self.state = "idle"
         self.last_error = ""
@@ -217,6 +229,7 @@ class StreamClient:
     async def _session(self) -> None:
         self._set_state("connecting", self.ws_url)
         self._last_position.clear()  # a new connection may legitimately repeat a push
+        self._closed.clear()
         subscribed = False
         try:
             async with connect(
@@ -375,10 +388,26 @@ class StreamClient:
         self.stats.pushes += 1
         if type(push) is PositionPush:
             key = (push.symbol, push.position_id)
-            if self._last_position.get(key) == push:
+            last = self._last_position
+            known = last.get(key)
+            if known is None:
+                known = self._closed.get(key)
+            if known == push:
                 self.stats.duplicates += 1
                 return
-            self._last_position[key] = push
+            last.pop(key, None)
+            quantity = push.current_quantity  # closed: 0, or none left by CLOSE/LIQUIDATE
+            if (not quantity) if quantity is not None else push.change_type in _CLOSING:
+                closed = self._closed
+                closed.pop(key, None)
+                closed[key] = push
+                if len(closed) > MAX_RECENT_CLOSES:
+                    del closed[next(iter(closed))]
+            else:
+                self._closed.pop(key, None)
+                last[key] = push  # re-inserted: the most recently pushed is last
+                if len(last) > MAX_OPEN_POSITIONS:
+                    del last[next(iter(last))]
         try:
             self._on_frame(push)
         except Exception:

@@ -18,6 +18,7 @@ from decimal import Decimal
 import orjson
 import pytest
 
+from framework.live import orderpath
 from framework.live.orderpath import OrderPath
 from framework.live.rest import RestClient
 from framework.twin.demo import DEMO_API_KEY
@@ -201,7 +202,12 @@ async def test_refused_connection_is_send_failed() -> None:
             await rest.batch_create([order(1)])
 
 
-async def test_idle_connection_closed_by_the_venue_reconnects(eventually: Eventually) -> None:
+async def test_idle_connection_closed_by_the_venue_reconnects(
+    eventually: Eventually, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Idle past PEEK_AFTER_S (made 0 here): whether or not the loop has seen the FIN yet,
+    # the connection is not written on.
+    monkeypatch.setattr(orderpath, "PEEK_AFTER_S", 0.0)
     async with (
         canned(lambda b: http(200, ok_answer(b)) + b"<close>") as srv,
         client(f"http://127.0.0.1:{srv['port']}") as rest,
@@ -255,7 +261,10 @@ class ThreadServer:
         self.sock.close()
 
 
-async def test_stale_socket_seen_before_writing_is_replaced() -> None:
+async def test_stale_socket_seen_before_writing_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(orderpath, "PEEK_AFTER_S", 0.0)  # peek even a connection just used
     server = ThreadServer()
     try:
         async with client(f"http://127.0.0.1:{server.port}") as rest:

@@ -19,6 +19,7 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from framework.engine.clock import VirtualClock
+from framework.live import stream as stream_module
 from framework.live.stream import StreamClient
 from framework.venue.models import AccountPush, PositionPush
 from framework.venue.requests import RequestBuilder
@@ -332,3 +333,35 @@ async def test_a_repeated_position_push_is_dropped_within_a_connection_not_acros
     quantities = [p.current_quantity for p in got if isinstance(p, PositionPush)]
     assert quantities == [Decimal(q) for q in ("1", "2", "1", "1")]
     assert stream.stats.duplicates == 2
+
+
+async def test_dedupe_memory_stays_flat_as_positions_open_and_close(
+    eventually: Eventually,
+) -> None:
+    def push(pid: int, change: str, qty: str) -> str:
+        data = {
+            "changeType": change,
+            "currentQuantity": qty,
+            "symbol": "ETH-USD",
+            "positionId": pid,
+        }
+        return orjson.dumps({**POSITION_PUSH, "data": data}).decode()
+
+    async def handler(ws: ServerConnection, _n: int) -> None:
+        await ack_subscribes(ws, 2, [])
+        for pid in range(1, 601):  # 600 positions, each opened then closed
+            await ws.send(push(pid, "NEW", "1"))
+            await ws.send(push(pid, "CLOSE", "0"))
+        await ws.send(push(600, "CLOSE", "0"))  # a duplicated close is still dropped
+        for pid in range(1000, 1000 + stream_module.MAX_OPEN_POSITIONS + 10):
+            await ws.send(push(pid, "NEW", "1"))  # more open positions than the cap
+        await ws.wait_closed()
+
+    got: list[PositionPush | AccountPush] = []
+    async with local_server(handler) as url:
+        stream = client(url, got)
+        async with running(stream):
+            total = 1200 + stream_module.MAX_OPEN_POSITIONS + 10
+            await eventually(lambda: len(got) == total and stream.stats.duplicates == 1)
+            assert len(stream._last_position) == stream_module.MAX_OPEN_POSITIONS
+            assert len(stream._closed) == stream_module.MAX_RECENT_CLOSES
