@@ -155,7 +155,6 @@ class PaperVenue:
         self._priced: set[str] = set()
         self._schedule: Callable[[int, Callable[[], None]], None] | None = None
         self._feed_at = 0
-        self._park = True
         self._parked = False
         self._seen_matches: dict[str, int] = {}
         self._pending: list[MatchRecord] = []
@@ -170,19 +169,15 @@ class PaperVenue:
 
     # ---- prices
 
-    def start_prices(
-        self, schedule: Callable[[int, Callable[[], None]], None], *, park: bool = True
-    ) -> None:
+    def start_prices(self, schedule: Callable[[int, Callable[[], None]], None]) -> None:
         """Apply the track's points at their times, through schedule(ms, callback).
 
         schedule must run a point before anything else booked for its ms. The feed parks
         while nothing rests and nothing is held (a point would change only the mark then):
         a mark read meanwhile is the track's last price at that time, and the feed comes
-        back at the first point after the order that made the venue busy. park=False feeds
-        every point (the same results, slower: what tests compare against).
+        back at the first point after the order that made the venue busy.
         """
         self._schedule = schedule
-        self._park = park
         self._feed_at = 0
         self._arm()
 
@@ -194,7 +189,7 @@ class PaperVenue:
     def _arm(self) -> None:
         if self._schedule is None:
             return
-        if self._park and self.idle:
+        if self.idle:
             self._parked = True
             return
         self._parked = False

@@ -95,7 +95,6 @@ class Replayer:
         own_coins: Iterable[str] = (),
         own_matches: Iterable[int] = (),
         executor: Executor | None = None,
-        **_unused: Any,
     ) -> None:
         self.clock = clock
         self.timeline = timeline

@@ -75,13 +75,10 @@ class ReportCollector:
         *,
         now_ms: Callable[[], int],
         strategies: Sequence[str],
-        skip_quiet: bool = True,
     ) -> None:
         self.paper = paper
         self._now_ms = now_ms
         self.strategies = list(strategies)
-        self.skip_quiet = skip_quiet
-        """Skip a sample that would find what the last one found (False: take every one)."""
         self.statuses: Counter[str] = Counter()
         self.rejected_by_code: Counter[int] = Counter()
         self.fills_by_strategy: Counter[str] = Counter()
@@ -141,7 +138,7 @@ class ReportCollector:
 
     def sample(self, ts: int | None = None) -> None:
         """Record equity, drawdown and exposure now (called on a timer and after each fill)."""
-        if self.skip_quiet and self.quiet:
+        if self.quiet:
             return  # nothing held, nothing changed since the last sample: the same figures
         paper = self.paper
         ts = self._now_ms() if ts is None else ts

@@ -38,7 +38,7 @@ from framework.config import Config, parse_config
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock
-from framework.engine.events import BalanceSynced, MatchFilled, Timer
+from framework.engine.events import BalanceSynced, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.kernel import Kernel, StrategyFactory
 from framework.engine.portfolio import Portfolio
@@ -215,14 +215,11 @@ class Backtest:
         settings: BacktestSettings | None = None,
         *,
         strategies: Sequence[StrategyFactory] | None = None,
-        lazy: bool = True,
     ) -> None:
         self.config = config
         self.recording = Path(recording)
         self.settings = settings or BacktestSettings()
         self._factories = strategies
-        self.lazy = lazy
-        """False: the price feed never parks, the sampler never pauses (same results, slower)."""
 
     def run(self, *, progress: Callable[[int, int], None] | None = None) -> BacktestResult:
         """Replay the whole recording; progress(bytes_read, total) is called as it goes."""
@@ -313,22 +310,9 @@ class Backtest:
             paper,
             now_ms=clock.now_ms,
             strategies=[s.name for s in strategies],
-            skip_quiet=self.lazy,
         )
 
         on_match = kernel.on_match
-        handlers = bus.handler_map()
-
-        listening: list[Any] = [None, False]  # the MatchFilled handlers last looked at
-
-        def external(order_ids: list[int | None]) -> bool:
-            # A strategy's hook has an owner; the report collector (None) counts externals
-            # from the engine's counters, so only strategies need the records.
-            subscribed = handlers.get(MatchFilled, ())
-            if subscribed is not listening[0]:
-                listening[:] = [subscribed, any(owner is not None for _, owner in subscribed)]
-            return not listening[1] and engine.count_external(order_ids)
-
         supersede = settings.own_activity == "supersede"
         replayer = Replayer(
             clock=clock,
@@ -339,11 +323,8 @@ class Backtest:
             own_coins={coins.get(p) or p for p in index.own_pairs} if supersede else (),
             own_matches=index.own_match_ids if supersede else (),
             executor=executor,
-            portfolio=portfolio,
-            listeners=handlers,
-            external=external,
         )
-        paper.start_prices(partial(timeline.at, rank=PRICES), park=self.lazy)
+        paper.start_prices(partial(timeline.at, rank=PRICES))
 
         def poll() -> None:
             for match in paper.take_matches():
@@ -353,7 +334,7 @@ class Backtest:
 
         def sample() -> None:
             collector.sample()
-            if self.lazy and collector.quiet:  # nothing held or changed: the same figures
+            if collector.quiet:  # nothing held or changed: the same figures
                 sampler.pause()
 
         # Samples come before NORMAL callbacks in their ms, so the one of the ms in which an

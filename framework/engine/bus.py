@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 __all__ = ["Bus", "Handler", "OwnerStopped"]
@@ -173,10 +172,6 @@ class Bus:
     def subscribers(self, event_type: type[Any]) -> int:
         """How many handlers event_type has."""
         return len(self._handlers.get(event_type, ()))
-
-    def handler_map(self) -> Mapping[type[Any], tuple[tuple[Handler, str | None], ...]]:
-        """Event type -> its handlers, live and read-only: a hot loop asks it whether anyone listens."""
-        return MappingProxyType(self._handlers)
 
     def event_types(self) -> Iterable[type[Any]]:
         """The event types that have at least one subscriber."""

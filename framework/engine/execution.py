@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import random as _random
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Final
@@ -518,13 +518,6 @@ class ExecutionEngine:
             self._c["matches_held"] += 1
             return None
         return self._decide(match)
-
-    def count_external(self, order_ids: Collection[int | None]) -> bool:
-        """Count matches of order_ids as external if attribute() surely would each; True if so."""
-        if self._early.in_flight or self._ledger.could_claim(order_ids):
-            return False
-        self._c["matches_external"] += len(order_ids)
-        return True
 
     def _keep(self, match: MatchRecord, *, delivered: bool) -> None:
         """Journal a match the engine cannot settle yet (survives a kill)."""
