@@ -177,7 +177,7 @@ def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
     study = optuna.create_study(
         study_name=STUDY,
         storage=storage,
-        direction=sweep.objective.direction,
+        direction=optuna.study.StudyDirection[sweep.objective.direction.upper()],
         sampler=_sampler(sweep, 0),
     )
     study.set_user_attr("signature", _signature(sweep))
@@ -224,7 +224,7 @@ def _ship_modules(client: Client, sweep: SweepConfig, scratch: Path) -> list[str
                 for source in sorted(root.rglob("*.py")):
                     archive.write(source, Path(top) / source.relative_to(root))
         else:
-            path = Path(spec.origin)  # type: ignore[arg-type]
+            path = Path(spec.origin)
         # Workers only: the scheduler need not be able to import strategies.
         client.register_plugin(UploadFile(str(path), load=True), name=f"perpframe-{path.name}")
         names.append(path.name)
@@ -294,7 +294,9 @@ def run_sweep(
     recorded; stop_after ends the run cleanly after that many trials (as Ctrl-C would).
     """
     if sweep.recording is None:
-        raise SweepError("no recording: pass --recording PATH, or set recording: or backtest.recording")
+        raise SweepError(
+            "no recording: pass --recording PATH, or set recording: or backtest.recording"
+        )
     if not sweep.recording.is_file():
         raise SweepError(f"recording {sweep.recording}: no such file")
     requested = sweep.trial_count(trials)
@@ -303,10 +305,11 @@ def run_sweep(
     done = sum(counted(t) for t in study.get_trials(deepcopy=False))
     ran = 0
     interrupted = False
-    pending: dict[Future, tuple[optuna.trial.Trial, dict[str, Any]]] = {}
-    with tempfile.TemporaryDirectory(prefix="perpframe-sweep-") as scratch, _client(
-        scheduler, workers
-    ) as client:
+    pending: dict[Future[TrialOutcome], tuple[optuna.trial.Trial, dict[str, Any]]] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="perpframe-sweep-") as scratch,
+        _client(scheduler, workers) as client,
+    ):
         try:
             client.wait_for_workers(1, timeout=60)
         except TimeoutError:
@@ -357,14 +360,16 @@ def run_sweep(
                 future.cancel()
                 _interrupt(study, trial.number, trial._trial_id, params, "interrupted")
             pending.clear()
-    return SweepResult(study=study, requested=requested, ran=ran, interrupted=interrupted, workers=count)
+    return SweepResult(
+        study=study, requested=requested, ran=ran, interrupted=interrupted, workers=count
+    )
 
 
 def _record(
     study: optuna.Study,
     sweep: SweepConfig,
     out: Path,
-    future: Future,
+    future: Future[TrialOutcome],
     trial: optuna.trial.Trial,
     params: dict[str, Any],
 ) -> TrialOutcome | None:

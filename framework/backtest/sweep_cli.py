@@ -62,7 +62,7 @@ def sweep_main(argv: list[str]) -> int:
     if _extra_missing():
         print(INSTALL_HINT, file=sys.stderr)
         return 1
-    from framework.backtest.sweep import SweepError, run_sweep
+    from framework.backtest.sweep import run_sweep
     from framework.backtest.sweep_config import load_sweep_config
     from framework.backtest.sweep_report import best_table, write_outputs
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import attrs
 
@@ -165,13 +165,13 @@ class Range:
         if self.step is None and not self.integer:
             raise ValueError("a range without a step has no grid")
         step = self.step or 1
-        count = int(math.floor((self.high - self.low) / step + 1e-9)) + 1
+        count = math.floor((self.high - self.low) / step + 1e-9) + 1
         return [self.value(self.low + i * step) for i in range(count)]
 
     def value(self, raw: float) -> Any:
         """A sampled number as the trial passes it on (int, or float rounded to the step)."""
         if self.integer:
-            return int(round(raw))
+            return round(raw)
         return round(raw, self.decimals) if self.decimals is not None else float(raw)
 
 
@@ -228,7 +228,9 @@ def lookup(results: Mapping[str, Any], dotted: str) -> Decimal:
         if not isinstance(node, Mapping) or part not in node:
             where = ".".join(walked) or "the top level"
             keys = ", ".join(sorted(map(str, node))) if isinstance(node, Mapping) else "none"
-            raise ValueError(f"report.json has no {dotted} (no {part!r} under {where}; keys: {keys})")
+            raise ValueError(
+                f"report.json has no {dotted} (no {part!r} under {where}; keys: {keys})"
+            )
         node = node[part]
         walked.append(part)
     if isinstance(node, bool) or not isinstance(node, int | float | str):
@@ -307,9 +309,7 @@ def _range(raw: Mapping[str, Any], path: KeyPath, out: Problems) -> Range | None
     if len(out.found) > before:
         return None
     decimals = _decimals(step) if step is not None and not integer else None
-    return Range(
-        low=low, high=high, step=step, log=log, integer=integer, decimals=decimals
-    )
+    return Range(low=low, high=high, step=step, log=log, integer=integer, decimals=decimals)
 
 
 def _space(raw: Any, path: KeyPath, out: Problems) -> Space | None:
@@ -326,7 +326,12 @@ def _space(raw: Any, path: KeyPath, out: Problems) -> Space | None:
 
 
 def _check_params(
-    name: str, index: int, config: Config, spaces: Mapping[str, Space], lines: LineMap, out: Problems
+    name: str,
+    index: int,
+    config: Config,
+    spaces: Mapping[str, Space],
+    lines: LineMap,
+    out: Problems,
 ) -> None:
     """Each swept parameter exists and its bounds and choices are values the strategy takes."""
     from framework.engine.strategy import load_strategy
@@ -351,10 +356,14 @@ def _check_params(
                 key=True,
             )
             continue
-        samples = space.grid() if isinstance(space, Choice) else [
-            space.value(space.low),
-            space.value(space.high),
-        ]
+        samples = (
+            space.grid()
+            if isinstance(space, Choice)
+            else [
+                space.value(space.low),
+                space.value(space.high),
+            ]
+        )
         for value in samples:
             try:
                 structure({**spec.params, param: value}, params_cls)
@@ -433,9 +442,7 @@ def parse_sweep(
     )
 
 
-def load_sweep_config(
-    path: str | Path, *, recording: str | Path | None = None
-) -> SweepConfig:
+def load_sweep_config(path: str | Path, *, recording: str | Path | None = None) -> SweepConfig:
     """Read and check a sweep file; ConfigError (every problem, located) if it is wrong."""
     try:
         text = Path(path).read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import html
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ def _figures(study: optuna.Study, label: str) -> list[tuple[str, Any]]:
     from optuna import visualization as vis
 
     figures: list[tuple[str, Any]] = []
-    views = [
+    views: list[tuple[str, Callable[[], Any]]] = [
         ("Objective over trials", lambda: vis.plot_optimization_history(study, target_name=label)),
         ("Parameter importance", lambda: vis.plot_param_importances(study, target_name=label)),
         ("Parallel coordinates", lambda: vis.plot_parallel_coordinate(study, target_name=label)),
@@ -130,7 +131,9 @@ def write_html(study: optuna.Study, sweep: SweepConfig, path: Path) -> Path:
         f"<tr><td>{t.number}</td><td>{t.value}</td><td>{html.escape(repr(_params(t)))}</td></tr>"
         for t in best_trials(study)
     )
-    title = f"Sweep {html.escape(str(sweep.path))}: {html.escape(label)} ({sweep.objective.direction})"
+    title = (
+        f"Sweep {html.escape(str(sweep.path))}: {html.escape(label)} ({sweep.objective.direction})"
+    )
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{title}</title>"

@@ -24,9 +24,9 @@ from framework.backtest.synth import SynthSettings, generate
 pytest.importorskip("distributed")
 pytest.importorskip("optuna")
 
-from framework.backtest.sweep import distributions, open_study, run_sweep  # noqa: E402
-from framework.backtest.sweep_cli import INSTALL_HINT, sweep_main  # noqa: E402
-from framework.backtest.sweep_config import load_sweep_config  # noqa: E402
+from framework.backtest.sweep import distributions, open_study, run_sweep
+from framework.backtest.sweep_cli import INSTALL_HINT, sweep_main
+from framework.backtest.sweep_config import load_sweep_config
 
 BACKTEST = """\
 venue: {embedded: true}
@@ -115,7 +115,12 @@ def _check_reports(tmp_path: Path, module: str, recording: Path, out: Path) -> i
         single = tmp_path / f"single-{row['number']}.yaml"
         single.write_text(yaml.safe_dump(config), encoding="utf-8")
         report = tmp_path / f"single-{row['number']}"
-        assert backtest_main(["-c", str(single), "--recording", str(recording), "--report", str(report)]) == 0
+        assert (
+            backtest_main(
+                ["-c", str(single), "--recording", str(recording), "--report", str(report)]
+            )
+            == 0
+        )
         trial = out / "trials" / f"{int(row['number']):05d}" / "report.json"
         assert trial.read_bytes() == (report / "report.json").read_bytes(), row
         compared += 1
@@ -156,10 +161,6 @@ def test_embedded_local_cluster_sweep_matches_single_backtests(
     assert "Best trials" in printed and "2 failed" in printed
 
 
-def _free_address_file(directory: Path) -> Path:
-    return directory / "scheduler.json"
-
-
 def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
     """A bounded poll for synchronous code (no fixed sleep): the predicate's truthy value."""
     deadline = time.monotonic() + timeout
@@ -180,15 +181,27 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
     command = [str(dask)] if dask.exists() else [sys.executable, "-m", "dask"]
     elsewhere = tmp_path / "workers"
     elsewhere.mkdir()
-    file = _free_address_file(tmp_path)
+    file = tmp_path / "scheduler.json"  # the address of a free port (--port 0)
     env = {**os.environ, "PYTHONPATH": ""}  # workers find nothing beside the sweep file
     procs: list[subprocess.Popen[bytes]] = []
     try:
         procs.append(
             subprocess.Popen(
-                [*command, "scheduler", "--host", "127.0.0.1", "--port", "0",
-                 "--no-dashboard", "--scheduler-file", str(file)],
-                cwd=elsewhere, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    *command,
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(file),
+                ],
+                cwd=elsewhere,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
         )
         _wait_for(lambda: file.exists() and file.stat().st_size > 0, 30, "scheduler file")
@@ -196,18 +209,41 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
         for i in range(2):
             procs.append(
                 subprocess.Popen(
-                    [*command, "worker", address, "--host", "127.0.0.1", "--nworkers", "1",
-                     "--nthreads", "1", "--no-dashboard", "--no-nanny",
-                     "--local-directory", str(elsewhere / f"w{i}")],
-                    cwd=elsewhere, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    [
+                        *command,
+                        "worker",
+                        address,
+                        "--host",
+                        "127.0.0.1",
+                        "--nworkers",
+                        "1",
+                        "--nthreads",
+                        "1",
+                        "--no-dashboard",
+                        "--no-nanny",
+                        "--death-timeout",
+                        "10",
+                        "--local-directory",
+                        str(elsewhere / f"w{i}"),
+                    ],
+                    cwd=elsewhere,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                 )
             )
-        with Client(address, timeout="20s") as client:
+        client = Client(address, timeout="20s")
+        try:
             client.wait_for_workers(2, timeout=60)
-        yield address
+            yield address
+        finally:
+            # Workers are told to close first; then the scheduler and the client.
+            client.retire_workers(close_workers=True)
+            client.shutdown()
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
         for proc in procs:
             try:
                 proc.wait(timeout=15)
@@ -242,8 +278,16 @@ def test_sweep_on_a_dask_scheduler_and_two_worker_processes(
 ) -> None:
     sweep = _setup(tmp_path, "flaky_remote", RANDOM)
     out = tmp_path / "out"
-    argv = ["-c", str(sweep), "--recording", str(recording), "--out", str(out),
-            "--scheduler", dask_cluster]
+    argv = [
+        "-c",
+        str(sweep),
+        "--recording",
+        str(recording),
+        "--out",
+        str(out),
+        "--scheduler",
+        dask_cluster,
+    ]
     assert sweep_main(argv) == 0
     rows = _rows(out)
     assert [r["state"] for r in rows] == ["complete"] * 3, rows
@@ -296,7 +340,9 @@ def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
     assert sum(t.params == stale.params for t in ran) >= 1  # its parameters were run after all
 
 
-def test_sweep_file_problems_are_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sweep_file_problems_are_located(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = """\
 backtest: backtest.yaml
 objective: {metric: pnl.USD.net_pnl, direction: upward}
@@ -316,10 +362,20 @@ params:
     sweep.write_text(good, encoding="utf-8")
     assert sweep_main(["-c", str(sweep)]) == 1
     lines = capsys.readouterr().err.splitlines()
-    assert any(line.startswith(f"{sweep}: params.ladder.levels: the value 0 is refused") and line.endswith("(line 5)") for line in lines), lines
-    assert any("params.ladder.spacing: low (2) must be below high (1) (line 6)" in line for line in lines), lines
-    assert any("params.ladder.colour: strategy 'ladder'" in line and "(line 7)" in line for line in lines), lines
-    assert any("params.nobody: no strategy named 'nobody'" in line and "(line 8)" in line for line in lines), lines
+    assert any(
+        line.startswith(f"{sweep}: params.ladder.levels: the value 0 is refused")
+        and line.endswith("(line 5)")
+        for line in lines
+    ), lines
+    assert any(
+        "params.ladder.spacing: low (2) must be below high (1) (line 6)" in line for line in lines
+    ), lines
+    assert any(
+        "params.ladder.colour: strategy 'ladder'" in line and "(line 7)" in line for line in lines
+    ), lines
+    assert any(
+        "params.nobody: no strategy named 'nobody'" in line and "(line 8)" in line for line in lines
+    ), lines
 
 
 def test_sweep_without_the_extra_says_what_to_install(
