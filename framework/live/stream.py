@@ -12,14 +12,10 @@ ends the session and a new one starts after a capped exponential backoff with fu
 (delay drawn uniformly from 0 to min(backoff_max_s, backoff_initial_s * 2**n), n counting
 failures since the last session that got subscribed), driven by stamina's retry loop.
 
-Within one connection nothing is lost, so a position push equal to the last one of its
-position is a duplicate delivery: it is dropped and counted (``duplicates``). Account pushes
-are left to the portfolio's logId rule. The last push per position is kept for open
-positions only, at most ``MAX_OPEN_POSITIONS`` of them (least recently pushed dropped
-first); a push that closes its position (a current quantity of 0, or none with CLOSE or
-LIQUIDATE: the portfolio's rule) moves it to a short list of recent closes
-(``MAX_RECENT_CLOSES``), so memory stays flat however many positions open and close over a
-connection's life.
+The subscription protocol itself (subscribe messages, acknowledgement matching, duplicate
+position pushes with bounded memory) is :class:`framework.venue.push.PushProtocol`, sans-I/O
+and tested by feeding it frames; this module keeps the socket, keepalive and backoff. A
+duplicate push is dropped and counted (``duplicates``).
 
 A frame that is not JSON or does not fit its record, or carries an unknown event, is logged
 with a bounded excerpt, counted and skipped: it never stops the stream. This module is the one
@@ -52,6 +48,8 @@ from framework.venue.models import (
     PositionPush,
     SubscribeAck,
 )
+from framework.venue.push import PushProtocol
+from framework.venue.push import SubscribeRefused as AckRefused
 from framework.venue.requests import MAX_PAGE_SIZE, RequestBuilder, excerpt
 
 __all__ = [
@@ -66,17 +64,10 @@ __all__ = [
 
 log = logging.getLogger("framework.stream")
 
-POSITION: Final = "api_position"
-ACCOUNT: Final = "api_account"
 _EXCERPT: Final = 160
 _LOG_FIRST: Final = 20  # bad frames logged one by one; after that one line per _LOG_EVERY
 _LOG_EVERY: Final = 1000
 _MAX_POSITION_PAGES: Final = 50
-MAX_OPEN_POSITIONS: Final = 4096
-"""Open positions whose last push is kept for duplicate detection (LRU beyond that)."""
-MAX_RECENT_CLOSES: Final = 256
-"""Closing pushes kept so a duplicate delivery of one is still dropped."""
-_CLOSING: Final = frozenset(("CLOSE", "LIQUIDATE"))
 
 FrameCallback = Callable[[PositionPush | AccountPush], None]
 StateCallback = Callable[[str, str], None]
@@ -151,6 +142,8 @@ class StreamClient:
     ) -> None:
         if not pairs and not coins:
             raise ValueError("StreamClient needs at least one pair or coin to subscribe")
+        self.protocol = PushProtocol(builder, pairs=pairs, coins=coins)
+        """The subscription protocol (sans-I/O): messages, acks, duplicate pushes."""
         for name, value in (
             ("ack_timeout_s", ack_timeout_s),
             ("ping_interval_s", ping_interval_s),
@@ -179,9 +172,6 @@ class StreamClient:
         self._codec = codec
         self._rng = rng if rng is not None else random.Random()
         self._failures = 0  # since the last subscribed session: the backoff exponent
-        # Last push per open position, least recently pushed first; and recent closing pushes.
-        self._last_position: dict[tuple[str, int | None], PositionPush] = {}
-        self._closed: dict[tuple[str, int | None], PositionPush] = {}
         self.stats = StreamStats()
         self.state = "idle"
         self.last_error = ""
@@ -228,8 +218,6 @@ class StreamClient:
 
     async def _session(self) -> None:
         self._set_state("connecting", self.ws_url)
-        self._last_position.clear()  # a new connection may legitimately repeat a push
-        self._closed.clear()
         subscribed = False
         try:
             async with connect(
@@ -271,49 +259,28 @@ class StreamClient:
         raise StreamLost(f"connection lost: {reason}")
 
     async def _subscribe(self, ws: ClientConnection) -> None:
-        pending: dict[tuple[str, str], None] = {}
-        builder = self._builder
-        for pair in self.pairs:
-            message = builder.subscribe(POSITION, self._clock.now_ms(), pair=pair)
+        protocol = self.protocol
+        for message in protocol.connect(self._clock.now_ms):
             await ws.send(orjson.dumps(message).decode())
-            pending[(POSITION, pair)] = None
-        for coin in self.coins:
-            message = builder.subscribe(ACCOUNT, self._clock.now_ms(), symbol=coin)
-            await ws.send(orjson.dumps(message).decode())
-            pending[(ACCOUNT, coin)] = None
         try:
             with anyio.fail_after(self.ack_timeout_s):
-                while pending:
+                while not protocol.subscribed:
                     frame = self._decode(await ws.recv())
                     if frame is None:
                         continue
                     if isinstance(frame, SubscribeAck):
-                        self._on_ack(frame, pending)
+                        self.stats.acks += 1
+                        try:
+                            protocol.ack(frame)
+                        except AckRefused as exc:
+                            raise SubscribeRefused(str(exc)) from None
                     else:
                         self._deliver(frame)
         except TimeoutError:
-            missing = ", ".join(f"{e} {k}" for e, k in pending)
+            missing = ", ".join(protocol.pending)
             raise SubscribeTimeout(
                 f"no subscribe acknowledgement within {self.ack_timeout_s} s for {missing}"
             ) from None
-
-    def _on_ack(self, ack: SubscribeAck, pending: dict[tuple[str, str], None]) -> None:
-        self.stats.acks += 1
-        event = ack.event.removesuffix("_res")
-        key = ack.pair if event == POSITION else ack.symbol
-        if not ack.success:
-            raise SubscribeRefused(
-                f"subscribe {event} {key or '?'} refused by the venue: {ack.msg or 'no reason'}"
-            )
-        if key is not None and (event, key) in pending:
-            del pending[(event, key)]
-            return
-        if key is None:  # an ack that does not echo its pair/symbol settles the oldest one
-            for candidate in pending:
-                if candidate[0] == event:
-                    del pending[candidate]
-                    return
-        log.info("stream: unexpected acknowledgement %s %s ignored", ack.event, key)
 
     async def _run_resync(self) -> None:
         """Resync after subscribing; a failure is retried with backoff while connected."""
@@ -386,28 +353,9 @@ class StreamClient:
 
     def _deliver(self, push: PositionPush | AccountPush) -> None:
         self.stats.pushes += 1
-        if type(push) is PositionPush:
-            key = (push.symbol, push.position_id)
-            last = self._last_position
-            known = last.get(key)
-            if known is None:
-                known = self._closed.get(key)
-            if known == push:
-                self.stats.duplicates += 1
-                return
-            last.pop(key, None)
-            quantity = push.current_quantity  # closed: 0, or none left by CLOSE/LIQUIDATE
-            if (not quantity) if quantity is not None else push.change_type in _CLOSING:
-                closed = self._closed
-                closed.pop(key, None)
-                closed[key] = push
-                if len(closed) > MAX_RECENT_CLOSES:
-                    del closed[next(iter(closed))]
-            else:
-                self._closed.pop(key, None)
-                last[key] = push  # re-inserted: the most recently pushed is last
-                if len(last) > MAX_OPEN_POSITIONS:
-                    del last[next(iter(last))]
+        if type(push) is PositionPush and not self.protocol.fresh(push):
+            self.stats.duplicates += 1
+            return
         try:
             self._on_frame(push)
         except Exception:

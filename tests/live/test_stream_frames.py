@@ -19,9 +19,9 @@ import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
 from framework.engine.clock import VirtualClock
-from framework.live import stream as stream_module
 from framework.live.stream import StreamClient
 from framework.venue.models import AccountPush, PositionPush
+from framework.venue.push import MAX_OPEN_POSITIONS, MAX_RECENT_CLOSES
 from framework.venue.requests import RequestBuilder
 from framework.venue.signing import Secp256k1Signer, address_of, recover_address
 from tests.live.conftest import Eventually
@@ -353,7 +353,7 @@ async def test_dedupe_memory_stays_flat_as_positions_open_and_close(
             await ws.send(push(pid, "NEW", "1"))
             await ws.send(push(pid, "CLOSE", "0"))
         await ws.send(push(600, "CLOSE", "0"))  # a duplicated close is still dropped
-        for pid in range(1000, 1000 + stream_module.MAX_OPEN_POSITIONS + 10):
+        for pid in range(1000, 1000 + MAX_OPEN_POSITIONS + 10):
             await ws.send(push(pid, "NEW", "1"))  # more open positions than the cap
         await ws.wait_closed()
 
@@ -361,7 +361,6 @@ async def test_dedupe_memory_stays_flat_as_positions_open_and_close(
     async with local_server(handler) as url:
         stream = client(url, got)
         async with running(stream):
-            total = 1200 + stream_module.MAX_OPEN_POSITIONS + 10
+            total = 1200 + MAX_OPEN_POSITIONS + 10
             await eventually(lambda: len(got) == total and stream.stats.duplicates == 1)
-            assert len(stream._last_position) == stream_module.MAX_OPEN_POSITIONS
-            assert len(stream._closed) == stream_module.MAX_RECENT_CLOSES
+            assert stream.protocol.sizes() == (MAX_OPEN_POSITIONS, MAX_RECENT_CLOSES)
