@@ -6,15 +6,16 @@ from an embedded ``LocalCluster`` on a laptop to a scheduler serving many machin
 trials (grid, random, TPE) and keeping them in a database a sweep can resume from is what
 Optuna does. A hand-written process pool or optimiser would be worse at both.
 
-:func:`run_sweep` keeps as many trials in flight as the cluster has threads (plus one per
-worker, so no worker waits for the client): Optuna's ask/tell interface picks each one's
-parameters, a Dask future runs it (:func:`framework.backtest.sweep_trial.run_trial`), and
-as each finishes its score is told to the study (an RDB storage: ``sweep.db``, SQLite, in the
-output directory) and its report.json written to ``trials/NNNNN/``. A trial that raises, or
-whose worker died, is told FAIL with its message and the sweep goes on. Ctrl-C cancels what
-is in flight, marks it interrupted and queues its parameters again: ``resume`` runs those
-first and then goes on to the requested count; finished trials are never run again (trials
-left RUNNING by a killed client are treated the same way at resume).
+:func:`run_sweep` keeps as many trials in flight as the cluster has threads (no more: a
+worker that dies takes only what it was running with it). Optuna's ask/tell interface picks
+each one's parameters, a Dask future runs it (:func:`.sweep_trial.run_trial`); as each
+finishes, its score is told to the study (an RDB storage: ``sweep.db``, SQLite, in the output
+directory) and its report.json written to ``trials/NNNNN/``. trials.csv, best.yaml and
+sweep.html are written from the study when the sweep ends (:mod:`.sweep_report`). A trial
+that raises, or whose worker died, is told FAIL with its message and the sweep goes on.
+Ctrl-C cancels what is in flight, marks it interrupted and queues its parameters again:
+``resume`` runs those first, then goes on to the requested count; finished trials are never
+run again (trials a killed client left RUNNING are treated the same way at resume).
 
 Strategy modules reach the workers through Dask's upload of files (a module as its ``.py``,
 a package as a ``.zip``); the recording as :class:`~framework.backtest.sweep_trial.ShipFiles`
@@ -90,6 +91,8 @@ class SweepResult:
     ran: int
     interrupted: bool
     workers: int
+    written: list[Path]
+    """trials.csv, best.yaml (once a trial completed) and sweep.html."""
 
 
 def trial_dir(out: Path, number: int) -> Path:
@@ -272,8 +275,10 @@ def _client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
 
 def _capacity(client: Client) -> tuple[int, int]:
     """Trials to keep in flight and the number of workers (re-read: workers come and go)."""
+    # One trial per thread, none waiting on a worker: Dask counts a worker's death against
+    # every task it holds, so a queued innocent trial would be blamed too.
     threads = client.nthreads()
-    return sum(threads.values()) + len(threads), len(threads)
+    return max(1, sum(threads.values())), len(threads)
 
 
 def run_sweep(
@@ -286,12 +291,11 @@ def run_sweep(
     resume: bool = False,
     on_trial: Callable[[optuna.trial.FrozenTrial, TrialOutcome | None], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    stop_after: int | None = None,
 ) -> SweepResult:
     """Run (or resume) the sweep to the requested trial count; see the module docstring.
 
     on_start(done, requested) is called once the cluster is up, on_trial after each trial is
-    recorded; stop_after ends the run cleanly after that many trials (as Ctrl-C would).
+    recorded (a KeyboardInterrupt from it stops the sweep as Ctrl-C does).
     """
     if sweep.recording is None:
         raise SweepError(
@@ -324,8 +328,6 @@ def run_sweep(
         def submit() -> None:
             nonlocal capacity
             while done + len(pending) < requested and len(pending) < capacity:
-                if stop_after is not None and ran + len(pending) >= stop_after:
-                    return
                 trial = study.ask(dists)
                 params = _params(sweep, trial.params)
                 task = TrialTask(
@@ -352,7 +354,6 @@ def run_sweep(
                     on_trial(study._storage.get_trial(trial._trial_id), outcome)
                 capacity, count = _capacity(client)
                 submit()
-            interrupted = done < requested  # stopped after stop_after trials
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -360,8 +361,16 @@ def run_sweep(
                 future.cancel()
                 _interrupt(study, trial.number, trial._trial_id, params, "interrupted")
             pending.clear()
+    from framework.backtest.sweep_report import write_outputs
+
+    written = write_outputs(study, sweep, out)  # interrupted or not: every finished trial
     return SweepResult(
-        study=study, requested=requested, ran=ran, interrupted=interrupted, workers=count
+        study=study,
+        requested=requested,
+        ran=ran,
+        interrupted=interrupted,
+        workers=count,
+        written=written,
     )
 
 

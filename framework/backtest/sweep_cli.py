@@ -64,7 +64,7 @@ def sweep_main(argv: list[str]) -> int:
         return 1
     from framework.backtest.sweep import run_sweep
     from framework.backtest.sweep_config import load_sweep_config
-    from framework.backtest.sweep_report import best_table, write_outputs
+    from framework.backtest.sweep_report import best_table
 
     add_strategy_dirs(args.config)  # the rule of every command that reads a config
     try:
@@ -93,7 +93,6 @@ def sweep_main(argv: list[str]) -> int:
         progress.stop()
     from rich.console import Console
 
-    written = write_outputs(result.study, sweep, out)
     console = Console()
     console.print(best_table(result.study, sweep))
     trials = result.study.get_trials(deepcopy=False)
@@ -105,7 +104,7 @@ def sweep_main(argv: list[str]) -> int:
     )
     for trial in failed[-3:]:
         print(f"  trial {trial.number} failed: {trial.user_attrs.get('error')}")
-    print("wrote: " + "  ".join(str(p) for p in written))
+    print("wrote: " + "  ".join(str(p) for p in result.written))
     if result.interrupted:
         print(f"sweep: interrupted; continue with --resume --out {out}", file=sys.stderr)
         return 130

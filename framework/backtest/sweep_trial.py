@@ -15,6 +15,7 @@ be readable on every worker (shared storage mounted alike).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 import time
@@ -141,7 +142,14 @@ def run_trial(task: TrialTask) -> TrialOutcome:
         if task.prices_csv is not None:
             settings = attrs.evolve(settings, prices_csv=str(task.prices_csv.local_path()))
         started = time.perf_counter()
-        result = Backtest(task.config, recording, settings).run()
+        quiet = logging.root.manager.disable
+        # A sweep runs hundreds of backtests: their warnings would bury the progress bar (a
+        # trial that fails keeps its message). report.json does not depend on logging.
+        logging.disable(logging.WARNING)
+        try:
+            result = Backtest(task.config, recording, settings).run()
+        finally:
+            logging.disable(quiet)
         backtest_s = time.perf_counter() - started
         report, error = report_bytes(result.results), None
     except Exception as exc:

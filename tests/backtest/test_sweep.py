@@ -52,24 +52,28 @@ FLAKY = '''\
 
 from __future__ import annotations
 
+import os
+
 import attrs
 
 from strategies.pulse import Pulse
 
 
 class Flaky(Pulse):
-    """Pulse, refusing boom == 1 when built."""
+    """Pulse, refusing boom == 1 when built; die == 1 ends the process (a dead worker)."""
 
     @attrs.frozen(kw_only=True)
     class Params(Pulse.Params):
-        """Pulse's params and boom."""
+        """Pulse's params, boom and die."""
 
         boom: int = 0
+        die: int = 0
 
     def __init__(self, name, context, params=None, **kwargs):
         params = dict(params or {})
-        boom = params.pop("boom", 0)
-        if boom == 1:
+        if params.pop("die", 0) == 1:
+            os._exit(3)
+        if params.pop("boom", 0) == 1:
             raise RuntimeError("boom is 1")
         super().__init__(name, context, params, **kwargs)
 '''
@@ -314,8 +318,18 @@ def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
     sweep_path = _setup(tmp_path, "flaky_resume", RESUMABLE)
     sweep = load_sweep_config(sweep_path, recording=recording)
     out = tmp_path / "out"
-    first = run_sweep(sweep, out, workers=1, stop_after=2)
+
+    finished: list[int] = []
+
+    def ctrl_c(trial: Any, _outcome: Any) -> None:
+        finished.append(trial.number)
+        if len(finished) == 2:
+            raise KeyboardInterrupt  # as Ctrl-C, with the other worker's trial in flight
+
+    first = run_sweep(sweep, out, workers=2, on_trial=ctrl_c)
     assert first.interrupted and first.ran == 2
+    cut = [t for t in first.study.get_trials(deepcopy=False) if t.user_attrs.get("interrupted")]
+    assert len(cut) == 1 and cut[0].state.name == "FAIL"  # in flight: queued again
     before = {
         p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
         for p in (out / "trials").glob("*/report.json")
@@ -324,11 +338,12 @@ def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
     # A client killed with a trial in flight leaves it RUNNING in sweep.db.
     study = open_study(sweep, out, resume=True)
     stale = study.ask(distributions(sweep))
-    second = run_sweep(sweep, out, workers=1, resume=True)
+    second = run_sweep(sweep, out, workers=2, resume=True)
     assert not second.interrupted
     trials = second.study.get_trials(deepcopy=False)
     ran = [t for t in trials if not t.user_attrs.get("interrupted")]
     assert len(ran) == 5 and second.ran == 3
+    assert sum(t.params == cut[0].params for t in ran) >= 1
     assert [t.state.name for t in ran] == ["COMPLETE"] * 5
     after = {
         p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
@@ -385,3 +400,34 @@ def test_sweep_without_the_extra_says_what_to_install(
     assert sweep_main(["-c", "configs/sweep.yaml"]) == 1
     assert capsys.readouterr().err.strip() == INSTALL_HINT
     assert "pip install 'perpframe[sweep]'" in INSTALL_HINT
+
+
+DYING = """\
+backtest: backtest.yaml
+objective: {metric: pnl.USD.net_pnl}
+sampler: {kind: grid}
+params:
+  flaky:
+    die: [0, 1]
+    hold: [2, 3]
+"""
+
+
+def test_a_trial_whose_worker_dies_is_recorded_failed_and_the_sweep_goes_on(
+    tmp_path: Path, recording: Path
+) -> None:
+    import dask
+
+    sweep = load_sweep_config(_setup(tmp_path, "flaky_dying", DYING), recording=recording)
+    # No retry on another worker: the first death fails the trial (the default retries 3 times).
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        result = run_sweep(sweep, tmp_path / "out", workers=2)
+    assert not result.interrupted and result.ran == 4
+    rows = _rows(tmp_path / "out")
+    assert sorted((r["flaky.die"], r["state"]) for r in rows) == [
+        ("0", "complete"),
+        ("0", "complete"),
+        ("1", "fail"),
+        ("1", "fail"),
+    ]
+    assert all("KilledWorker" in r["error"] for r in rows if r["state"] == "fail"), rows
