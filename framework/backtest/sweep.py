@@ -58,6 +58,7 @@ from framework.backtest.sweep_trial import (
     TrialTask,
     run_trial,
     shipped,
+    warm_up,
 )
 from framework.venue.errors import FrameworkError
 
@@ -70,6 +71,7 @@ __all__ = [
     "open_study",
     "run_sweep",
     "trial_dir",
+    "trial_params",
 ]
 
 log = logging.getLogger("framework.sweep")
@@ -115,7 +117,7 @@ def distributions(sweep: SweepConfig) -> dict[str, BaseDistribution]:
     return out
 
 
-def _params(sweep: SweepConfig, suggested: dict[str, Any]) -> dict[str, Any]:
+def trial_params(sweep: SweepConfig, suggested: dict[str, Any]) -> dict[str, Any]:
     """Optuna's numbers as the strategy gets them (ints, floats rounded to the step)."""
     out: dict[str, Any] = {}
     for key, value in suggested.items():
@@ -163,7 +165,7 @@ def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
         raise SweepError(f"{db}: no sweep to resume")
     out.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = optuna.storages.RDBStorage(f"sqlite:///{db.resolve()}")
+    storage = _storage(db)
     if resume:
         try:
             study = optuna.load_study(study_name=STUDY, storage=storage)
@@ -190,6 +192,23 @@ def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
         for values in itertools.product(*(sweep.spaces[k].grid() for k in keys)):
             study.enqueue_trial(dict(zip(keys, values, strict=True)))
     return study
+
+
+def _storage(db: Path) -> optuna.storages.RDBStorage:
+    """Optuna's RDB storage on SQLite in WAL mode (no fsync per commit; a kill loses nothing)."""
+    from sqlalchemy import event
+
+    storage = optuna.storages.RDBStorage(f"sqlite:///{db.resolve()}")
+
+    def pragmas(connection: Any, _record: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    event.listen(storage.engine, "connect", pragmas)
+    storage.engine.dispose()  # the connection made while creating tables goes
+    return storage
 
 
 def _requeue_stale(study: optuna.Study) -> None:
@@ -309,7 +328,9 @@ def run_sweep(
     done = sum(counted(t) for t in study.get_trials(deepcopy=False))
     ran = 0
     interrupted = False
-    pending: dict[Future[TrialOutcome], tuple[optuna.trial.Trial, dict[str, Any]]] = {}
+    Asked = tuple[optuna.trial.Trial, dict[str, Any]]
+    pending: dict[Future[TrialOutcome], Asked] = {}
+    ready: list[Asked] = []  # asked ahead: a worker that finishes is given work at once
     with (
         tempfile.TemporaryDirectory(prefix="perpframe-sweep-") as scratch,
         _client(scheduler, workers) as client,
@@ -320,16 +341,19 @@ def run_sweep(
             raise SweepError("no worker joined the cluster within 60 s") from None
         _ship_modules(client, sweep, Path(scratch))
         recording, prices_csv = _files(client, sweep, sweep.recording)
+        client.run(warm_up)
         capacity, count = _capacity(client)
         if on_start is not None:
             on_start(done, requested)
         futures = as_completed()
 
+        def ask() -> Asked:
+            trial = study.ask(dists)
+            return trial, trial_params(sweep, trial.params)
+
         def submit() -> None:
-            nonlocal capacity
             while done + len(pending) < requested and len(pending) < capacity:
-                trial = study.ask(dists)
-                params = _params(sweep, trial.params)
+                trial, params = ready.pop() if ready else ask()
                 task = TrialTask(
                     number=trial.number,
                     config=sweep.with_params(params),
@@ -347,18 +371,23 @@ def run_sweep(
             submit()
             for future in futures:
                 trial, params = pending.pop(future)
-                outcome = _record(study, sweep, out, future, trial, params)
                 done += 1
                 ran += 1
+                submit()  # first: the worker idles until its next trial arrives
+                outcome = _record(study, sweep, out, future, trial, params)
                 if on_trial is not None:
                     on_trial(study._storage.get_trial(trial._trial_id), outcome)
                 capacity, count = _capacity(client)
-                submit()
+                submit()  # workers may have joined
+                if not ready and done + len(pending) < requested:
+                    ready.append(ask())
         except KeyboardInterrupt:
             interrupted = True
         finally:
             for future, (trial, params) in pending.items():
                 future.cancel()
+                _interrupt(study, trial.number, trial._trial_id, params, "interrupted")
+            for trial, params in ready:
                 _interrupt(study, trial.number, trial._trial_id, params, "interrupted")
             pending.clear()
     from framework.backtest.sweep_report import write_outputs

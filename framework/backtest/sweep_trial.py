@@ -38,6 +38,7 @@ __all__ = [
     "report_bytes",
     "run_trial",
     "shipped",
+    "warm_up",
 ]
 
 _SHIPPED_DIR = "perpframe-files"
@@ -164,3 +165,10 @@ def run_trial(task: TrialTask) -> TrialOutcome:
         trial_s=time.perf_counter() - began,
         worker=_where(),
     )
+
+
+def warm_up() -> None:
+    """Import what a trial needs, once per worker (the first trial's time is a backtest's)."""
+    import framework.backtest.replay
+    import framework.engine.kernel
+    import framework.venue.codec  # noqa: F401
