@@ -414,6 +414,9 @@ class Backtest:
         kernel.stopping("end of recording")
         settle()
         kernel.close()
+        while not engine.idle and timeline.due_at <= horizon:  # in flight: answered
+            timeline.run_until(timeline.due_at, replayer.settle)
+        replayer.settle()
 
 
 @attrs.define(slots=True, eq=False)

@@ -46,8 +46,12 @@ __all__ = [
     "revive",
 ]
 
-DONE_MEMORY: Final = 100_000
-"""How many filled orders' ids the ledger remembers to link late matches."""
+DONE_MEMORY: Final = 16_384
+"""How many filled or group-settled orders' ids the ledger remembers to link late matches.
+
+A late match of an order already filled arrives within the match poll's re-read window
+(seconds); the oldest ids are forgotten first, so memory stays flat on a daemon that trades
+for weeks (a few MB at most)."""
 
 
 @attrs.define(slots=True, eq=False)

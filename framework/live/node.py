@@ -348,30 +348,51 @@ class Node:
 
         Timers and polls stop; what is queued or in flight is sent and answered, and a last
         poll delivers late fills (strategies may react, and what they submit is sent too);
-        then on_stop runs and may still submit, and the same settling follows. Then the
-        engine closes: whatever is still queued, and every later submit, is refused with
-        9013 and never sent. All of it within ``execution.drain_timeout_s``; a second
-        signal skips the waiting.
+        then on_stop runs (always) and may still submit, and the same settling follows. Then
+        the engine closes: whatever is still queued, and every later submit, is refused with
+        9013 and never sent, and what is in flight is answered. All of it within
+        ``execution.drain_timeout_s``; a second signal skips the waiting.
         """
         log.info("stopping", extra={"reason": self.stop_reason})
         self._stop_scheduler()
         timeout = self.config.execution.drain_timeout_s
-        # Shielded from the task group, but a second signal cancels it (see _watch_signals).
-        self._drain_scope = anyio.CancelScope(shield=True, deadline=anyio.current_time() + timeout)
-        with self._drain_scope:
+        began = anyio.current_time()
+        late = False
+        # Shielded from the task group, but a second signal cancels them (_watch_signals).
+        # Half the time before on_stop, the rest after it: a strategy that never goes quiet
+        # cannot keep on_stop from running.
+        with self._shielded(began + timeout / 2) as scope:
             await self._settle()
-            self.kernel.stopping(self.stop_reason)
-            log.info("strategies stopped")
+        late |= scope.cancel_called
+        self.kernel.stopping(self.stop_reason)  # on_stop runs whatever happened before
+        log.info("strategies stopped")
+        with self._shielded(began + timeout) as scope:
             await self._settle()
-        if self._drain_scope.cancel_called and not self._force:
+        late |= scope.cancel_called
+        self._close()  # nothing new leaves from here on
+        # What is in flight is answered (or times out at the REST timeout: UNKNOWN then,
+        # truthfully), never cut off by the stop.
+        with self._shielded(anyio.current_time() + self.config.venue.timeout_s + 1):
+            if self.executor is not None and not self._force:
+                await self.executor.drain(math.inf)
+        if late and not self._force:
             log.warning("stop: drain_timeout_s %.1f s passed with work outstanding", timeout)
-        if self.engine is not None:
-            self.kernel.close()
         if self.journal is not None:
             for coin in self.config.coins():
                 log_id = self.portfolio.log_id(coin)
                 if log_id is not None:
                     self.journal.set_log_id(coin, log_id)
+
+    def _shielded(self, deadline: float) -> anyio.CancelScope:
+        """A shielded scope ending at deadline, which a second signal cancels."""
+        self._drain_scope = anyio.CancelScope(shield=True, deadline=deadline)
+        if self._force:
+            self._drain_scope.cancel()
+        return self._drain_scope
+
+    def _close(self) -> None:
+        if self.engine is not None and not self.engine.closed:
+            self.kernel.close()
 
     async def _settle(self, rounds: int = 3) -> None:
         """Drain the executor and poll the matches until a poll provokes no new intent."""

@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import anyio
+import attrs
 import pytest
 
 from framework import OrderIntent, OrderUpdate, Strategy
@@ -15,7 +16,7 @@ from framework.engine.intents import OrderStatus
 from framework.live.journal import Journal
 from framework.live.node import Node
 from framework.twin.server import VenueTwin
-from framework.twin.settings import PriceSettings, TwinSettings
+from framework.twin.settings import FaultSettings, PriceSettings, TwinSettings
 from framework.venue.models import MatchRecord
 from tests.live.conftest import eventually
 from tests.live.test_node import embedded, real_venue_config, running
@@ -157,3 +158,45 @@ async def test_a_kept_journal_against_a_fresh_venue_says_so_and_resyncs(
         high, _floor, _seen = reopened.load_match_window("ETH-USD")
         reopened.close()
     assert high is not None and high < 24 + node.tallies.matches
+
+
+class Relentless(Strategy):
+    """Answers every update of its own with a new order, forever: it never goes quiet."""
+
+    def on_start(self) -> None:
+        self.updates: list[OrderUpdate] = []
+        self.submit(market())
+
+    def on_order(self, update: OrderUpdate) -> None:
+        self.updates.append(update)
+        if update.status in (OrderStatus.ACCEPTED, OrderStatus.FILLED):
+            self.submit(market(long=len(self.updates) % 2 == 0))
+
+
+RELENTLESS = """\
+  - name: relentless
+    class: tests.live.test_node_lifecycle:Relentless
+    params: {pair: ETH-USD}
+"""
+
+
+async def test_a_strategy_that_never_goes_quiet_still_stops_with_no_unknown_order(
+    tmp_path: Path,
+) -> None:
+    # Every call takes 50 ms at the venue: at the end of the drain a batch is in flight.
+    settings = TwinSettings(
+        prices=PriceSettings(tick_interval=0), faults=FaultSettings(latency=0.05)
+    )
+    async with VenueTwin(settings, host="127.0.0.1", port=0) as twin:
+        config = real_venue_config(twin.base_url, twin.ws_url, tmp_path / "j.db", RELENTLESS)
+        config = attrs.evolve(config, execution=attrs.evolve(config.execution, drain_timeout_s=0.5))
+        node = Node(config)
+        async with running(node):
+            strategy = node.strategies[0]
+            assert isinstance(strategy, Relentless)
+            await eventually(lambda: len(strategy.updates) >= 6)
+    statuses = {u.status for u in strategy.updates}
+    assert OrderStatus.UNKNOWN not in statuses and OrderStatus.LOST not in statuses
+    assert node.engine is not None and node.engine.idle and node.engine.closed
+    refused = [u for u in strategy.updates if u.status is OrderStatus.REJECTED]
+    assert refused and all(u.code == 9013 for u in refused)  # it kept submitting: refused
