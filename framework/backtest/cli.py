@@ -20,11 +20,17 @@ from typing import Any
 import attrs
 
 from framework.backtest.report import write_report
-from framework.backtest.runner import Backtest, BacktestResult, load_backtest_config
+from framework.backtest.runner import (
+    Backtest,
+    BacktestResult,
+    BacktestSettings,
+    load_backtest_config,
+)
 from framework.cli import add_strategy_dirs
+from framework.config import Config
 from framework.venue.errors import ConfigError, FrameworkError
 
-__all__ = ["backtest_main", "record_main"]
+__all__ = ["backtest_main", "record_main", "run_backtest"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -68,7 +74,7 @@ def backtest_main(argv: list[str]) -> int:
         level=config.logging.level, json=config.logging.json, secrets=config.secrets()
     )
     try:
-        result = _run_with_progress(Backtest(config, recording, settings))
+        result = run_backtest(config, settings, recording, progress=True)
     except (FrameworkError, OSError) as exc:
         print(f"backtest: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_FAILED
@@ -80,6 +86,14 @@ def backtest_main(argv: list[str]) -> int:
     )
     _print_summary(result, json_path, html_path)
     return EXIT_OK
+
+
+def run_backtest(
+    config: Config, settings: BacktestSettings, recording: str | Path, *, progress: bool = False
+) -> BacktestResult:
+    """One backtest as ``run.py backtest`` runs it (each sweep trial is one of these)."""
+    backtest = Backtest(config, recording, settings)
+    return _run_with_progress(backtest) if progress else backtest.run()
 
 
 def _run_with_progress(backtest: Backtest) -> BacktestResult:

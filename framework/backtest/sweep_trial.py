@@ -1,8 +1,8 @@
 """One sweep trial, where a Dask worker (or the serial benchmark) runs it: a plain backtest.
 
-A trial is :class:`~framework.backtest.runner.Backtest` ``(config, recording, settings).run()``
-with the trial's parameters set over the strategies' params -- what ``run.py backtest`` runs
--- and its report.json bytes are those ``run.py backtest`` writes for the same config.
+A trial is :func:`framework.backtest.cli.run_backtest` -- what ``run.py backtest`` runs --
+with the trial's parameters set over the strategies' params, and its report.json bytes are
+those ``run.py backtest`` writes for the same config.
 
 How the files reach the workers: the client reads the recording (and a ``prices_csv``) once
 and registers a :class:`ShipFiles` worker plugin holding their bytes; each worker, including
@@ -27,7 +27,8 @@ import attrs
 import orjson
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from framework.backtest.runner import Backtest, BacktestSettings
+from framework.backtest.cli import run_backtest
+from framework.backtest.runner import BacktestSettings
 from framework.config import Config
 
 __all__ = [
@@ -148,7 +149,7 @@ def run_trial(task: TrialTask) -> TrialOutcome:
         # trial that fails keeps its message). report.json does not depend on logging.
         logging.disable(logging.WARNING)
         try:
-            result = Backtest(task.config, recording, settings).run()
+            result = run_backtest(task.config, settings, recording)
         finally:
             logging.disable(quiet)
         backtest_s = time.perf_counter() - started
