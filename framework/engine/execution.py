@@ -47,27 +47,21 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Final
 
-import msgspec
-
 from framework.engine import recovery
 from framework.engine.batching import Batcher, backoff_s
 from framework.engine.client_ids import ClientIdError, ClientIdGenerator
 from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
+from framework.engine.fills import FillLinker
 from framework.engine.intents import OrderIntent, OrderStatus
-from framework.engine.journaling import JournalProtocol, StatusRow
-from framework.engine.reconcile import (
-    Batch,
-    DoubtGroup,
-    EarlyMatches,
-    Ledger,
-    LiveOrder,
-    order_input,
-)
+from framework.engine.journaling import JournalEntry, JournalProtocol, StatusRow
+from framework.engine.outcomes import COUNTER_NAMES, Outcomes
+from framework.engine.reconcile import Batch, Ledger, LiveOrder, order_input, revive
 from framework.engine.risk import (
     FRAMEWORK_CODES,
     MISSING_FROM_ANSWER,
     NOT_SENT,
+    PENDING_EXPIRED,
     STOPPING,
     RiskGate,
     is_resting,
@@ -81,32 +75,10 @@ __all__ = ["COUNTER_NAMES", "Batch", "ExecutionEngine", "ExecutionSettings", "Li
 
 log = logging.getLogger("framework.execution")
 
-COUNTER_NAMES: Final = (
-    "orders_submitted",
-    "orders_sent",
-    "orders_accepted",
-    "orders_rejected",
-    "orders_risk_rejected",
-    "orders_unknown",
-    "orders_filled",
-    "orders_ambiguous",
-    "orders_lost",
-    "batches_sent",
-    "retries",
-    "matches_linked",
-    "matches_external",
-    "matches_held",
-    "matches_ambiguous",
-)
-"""Every counter :meth:`ExecutionEngine.counters` reports."""
-
 PENDING: Final = OrderStatus.PENDING
 ACCEPTED: Final = OrderStatus.ACCEPTED
 REJECTED: Final = OrderStatus.REJECTED
 UNKNOWN: Final = OrderStatus.UNKNOWN
-FILLED: Final = OrderStatus.FILLED
-AMBIGUOUS: Final = OrderStatus.AMBIGUOUS
-LOST: Final = OrderStatus.LOST
 
 
 class ExecutionEngine:
@@ -139,17 +111,19 @@ class ExecutionEngine:
             calls_per_second=settings.calls_per_second,
             max_size=MAX_BATCH,
         )
-        self._ledger = Ledger()
-        self._early = EarlyMatches()
+        self._ledger = ledger = Ledger()
+        self._outcomes = outcomes = Outcomes(
+            ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms
+        )
+        self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
+        self._c = outcomes.counts
         self._user_ids: set[str] = set()
         self._next_batch_id = 1
-        self._dirty = False  # journal writes buffered since the last commit
         self._recovered = journal is None
         self._closed = False
         self._dt_ms = -1
         self._dt = datetime.fromtimestamp(0, UTC)
         self._missing_unknown = settings.missing_result == "unknown"
-        self._c = dict.fromkeys(COUNTER_NAMES, 0)
 
     # -- submitting ---------------------------------------------------------------------
 
@@ -207,7 +181,7 @@ class ExecutionEngine:
             code, msg = failure
             if journal is not None:
                 journal.add(coid, self._ids.node, strategy, intent, REJECTED, now, code, msg)
-                self._dirty = True
+                self._outcomes.dirty = True
             self._c["orders_rejected"] += 1
             self._c["orders_risk_rejected"] += 1
             self._publish(OrderUpdate(coid, REJECTED, strategy, None, code, msg, intent))
@@ -218,7 +192,7 @@ class ExecutionEngine:
         self._ledger.add(entry)
         if journal is not None:
             journal.add(coid, self._ids.node, strategy, intent, PENDING, now)
-            self._dirty = True
+            self._outcomes.dirty = True
         self._batcher.push(entry, now)
         if self.on_ready is not None:
             self.on_ready()
@@ -243,8 +217,9 @@ class ExecutionEngine:
                 self._journal.mark_sent(batch.client_order_ids, False)
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
-        self._reject(entries, STOPPING, FRAMEWORK_CODES[STOPPING], self._now_ms(), rows, events)
-        self._emit(rows, events)
+        outcomes = self._outcomes
+        outcomes.reject(entries, STOPPING, FRAMEWORK_CODES[STOPPING], self._now_ms(), rows, events)
+        outcomes.emit(rows, events)
         self.flush()
         return len(entries)
 
@@ -276,8 +251,8 @@ class ExecutionEngine:
         if journal is not None:
             journal.mark_sent(batch.client_order_ids, True)
             journal.commit()
-            self._dirty = False
-        self._early.sent(batch.id)
+            self._outcomes.dirty = False
+        self._fills.early.sent(batch.id)
         c = self._c
         c["batches_sent"] += 1
         if batch.attempt == 1:
@@ -287,9 +262,7 @@ class ExecutionEngine:
 
     def flush(self) -> None:
         """Commit buffered journal writes (the driver calls it when idle and at shutdown)."""
-        if self._dirty and self._journal is not None:
-            self._journal.commit()
-        self._dirty = False
+        self._outcomes.flush()
 
     # -- answers ------------------------------------------------------------------------
 
@@ -297,7 +270,8 @@ class ExecutionEngine:
         """Reconcile a successful answer by clientOrderId; missing intents become UNKNOWN."""
         now = self._now_ms()
         self._batcher.done()
-        self._early.answered(batch.id)
+        fills, outcomes = self._fills, self._outcomes
+        fills.early.answered(batch.id)
         members = {e.client_order_id: e for e in batch.entries}
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
@@ -333,17 +307,18 @@ class ExecutionEngine:
                     batch.id,
                     len(members),
                 )
-                self._to_unknown(list(members.values()), now, rows, events)
+                outcomes.to_unknown(list(members.values()), now, rows, events)
             else:
                 msg = FRAMEWORK_CODES[MISSING_FROM_ANSWER]
-                self._reject(list(members.values()), MISSING_FROM_ANSWER, msg, now, rows, events)
-        self._emit(rows, events)
-        self._release_early()
+                outcomes.reject(list(members.values()), MISSING_FROM_ANSWER, msg, now, rows, events)
+        outcomes.emit(rows, events)
+        fills.release_early()
 
     def on_failure(self, batch: Batch, exc: BaseException) -> None:
         """Handle a whole-call failure: retry, reject every intent, or mark them UNKNOWN."""
         now = self._now_ms()
-        self._early.answered(batch.id)
+        fills, outcomes = self._fills, self._outcomes
+        fills.early.answered(batch.id)
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
         entries = batch.entries
@@ -369,18 +344,18 @@ class ExecutionEngine:
                 # Surely not executed: a restart may send it again. Committed now, so a kill
                 # during the backoff does not leave these intents in doubt.
                 self._journal.mark_sent(batch.client_order_ids, False)
-                self._dirty = True
+                outcomes.dirty = True
                 self.flush()
-            self._release_early()  # surely not executed: a held match is none of its orders
+            fills.release_early()  # surely not executed: a held match is none of its orders
             return
         self._batcher.done()
         if isinstance(exc, VenueError) and exc.refuses:
             log.warning("batch %d (%d orders) refused: %s", batch.id, len(entries), exc)
-            self._reject(entries, exc.code, exc.msg, now, rows, events)
+            outcomes.reject(entries, exc.code, exc.msg, now, rows, events)
         elif isinstance(exc, SendFailed):
             log.error("batch %d (%d orders) could not be sent: %s", batch.id, len(entries), exc)
             msg = FRAMEWORK_CODES[NOT_SENT].format(exc)
-            self._reject(entries, NOT_SENT, msg, now, rows, events)
+            outcomes.reject(entries, NOT_SENT, msg, now, rows, events)
         else:
             log.error(
                 "batch %d (%d orders) outcome unknown (%s: %s) -> UNKNOWN, never resent",
@@ -389,64 +364,9 @@ class ExecutionEngine:
                 type(exc).__name__,
                 exc,
             )
-            self._to_unknown(entries, now, rows, events)
-        self._emit(rows, events)
-        self._release_early()
-
-    def _emit(self, rows: list[StatusRow], events: list[OrderUpdate]) -> None:
-        if self._journal is not None and rows:
-            self._journal.update(rows)
-            self._dirty = True
-        publish = self._publish
-        for event in events:
-            publish(event)
-
-    def _reject(
-        self,
-        entries: list[LiveOrder],
-        code: int,
-        msg: str,
-        now: int,
-        rows: list[StatusRow],
-        events: list[OrderUpdate],
-    ) -> None:
-        self._mark(entries, REJECTED, code, msg, now, rows, events)
-        for e in entries:
-            self._ledger.drop(e)
-            self._unbook(e)
-        self._c["orders_rejected"] += len(entries)
-
-    def _to_unknown(
-        self, entries: list[LiveOrder], now: int, rows: list[StatusRow], events: list[OrderUpdate]
-    ) -> None:
-        self._mark(entries, UNKNOWN, None, None, now, rows, events)
-        for e in entries:
-            self._ledger.doubt(e, now)
-        self._c["orders_unknown"] += len(entries)
-
-    @staticmethod
-    def _mark(
-        entries: list[LiveOrder],
-        status: OrderStatus,
-        code: int | None,
-        msg: str | None,
-        now: int,
-        rows: list[StatusRow],
-        events: list[OrderUpdate],
-    ) -> None:
-        """Move entries to status (one with no order id), with their journal rows and events."""
-        for e in entries:
-            e.status = status
-            rows.append((status, None, code, msg, now, e.client_order_id))
-            events.append(
-                OrderUpdate(e.client_order_id, status, e.strategy, None, code, msg, e.intent)
-            )
-
-    def _unbook(self, e: LiveOrder) -> None:
-        """Give back what the risk gate booked for e's order."""
-        if e.booked:
-            self._risk.release(e.order.pair_name, e.order.quantity, e.price)
-            e.booked = False
+            outcomes.to_unknown(entries, now, rows, events)
+        outcomes.emit(rows, events)
+        fills.release_early()
 
     # -- time ---------------------------------------------------------------------------
 
@@ -462,28 +382,9 @@ class ExecutionEngine:
         expired, due = ledger.expired(now - int(self.settings.unknown_window_s * 1000))
         ended = 0
         for group in due:
-            ended += self._settle(group, "the window is over")
-        if not expired:
-            return ended
-        rows: list[StatusRow] = []
-        events: list[OrderUpdate] = []
-        self._mark(expired, LOST, None, None, now, rows, events)
-        for e in expired:
-            ledger.drop(e)
-            self._unbook(e)
-            log.error(
-                "order LOST: %s (strategy %s, %s %s %s @ %s): no answer and no matching fill "
-                "within %.0f s; it may or may not rest on the venue",
-                e.client_order_id,
-                e.strategy,
-                e.order.pair_name,
-                "long" if e.order.is_long else "short",
-                e.order.quantity,
-                e.order.price if e.order.price is not None else "market",
-                self.settings.unknown_window_s,
-            )
-        self._c["orders_lost"] += len(expired)
-        self._emit(rows, events)
+            ended += self._outcomes.ambiguous(group, "the window is over")
+        if expired:
+            self._outcomes.lost(expired, self.settings.unknown_window_s)
         return ended + len(expired)
 
     def next_wakeup_ms(self) -> int | None:
@@ -510,177 +411,88 @@ class ExecutionEngine:
         client_order_id). Any other match is external. The caller publishes the MatchFilled
         returned. None: the match names no known order while a batch is in flight (its
         answer may name it); the engine holds it and publishes its MatchFilled itself later.
+        See :mod:`framework.engine.fills`.
         """
-        order_id = match.entrust_id
-        if order_id is not None and self._early.in_flight and not self._ledger.knows(order_id):
-            self._early.hold(match)
-            self._keep(match, delivered=False)
-            self._c["matches_held"] += 1
-            return None
-        return self._decide(match)
-
-    def _keep(self, match: MatchRecord, *, delivered: bool) -> None:
-        """Journal a match the engine cannot settle yet (survives a kill)."""
-        if self._journal is not None:
-            self._journal.keep_match(self._ids.node, match, delivered)
-            self._dirty = True
-
-    def _unkeep(self, match: MatchRecord) -> None:
-        if self._journal is not None:
-            self._journal.drop_match(match.id)
-            self._dirty = True
-
-    def _release_early(self) -> None:
-        """Decide and publish the held matches an answer (or its absence) now explains."""
-        if len(self._early):
-            for match in self._early.release(self._ledger.knows):
-                self._unkeep(match)
-                self._publish(self._decide(match))
-
-    def _decide(self, match: MatchRecord) -> MatchFilled:
-        ledger = self._ledger
-        order_id = match.entrust_id
-        if order_id is None:
-            return self._external(match)
-        entry = ledger.by_order_id.get(order_id)
-        if entry is not None:
-            self._fill(entry, match)
-            return self._linked(match, entry)
-        link = ledger.recently_done(order_id)
-        if link is not None:
-            self._c["matches_linked"] += 1
-            coid, strategy, candidates = link
-            if coid is not None or candidates:
-                match = msgspec.structs.replace(match, client_order_id=coid, candidates=candidates)
-            return MatchFilled(match, strategy, False, candidates)
-        group = ledger.claimed.get(order_id)
-        if group is None:
-            group = ledger.group_for(match)
-            if group is None:
-                return self._external(match)
-            if len(group.members) == 1 and not group.claimed:
-                entry = ledger.resolve(group)  # the one intent in doubt it can be: unique
-                self._resolve(entry, match, order_id)
-                return self._linked(match, entry)
-        ledger.claim(group, order_id, match.id)
-        self._keep(match, delivered=True)
-        self._c["matches_ambiguous"] += 1
-        candidates = group.candidates
-        event = MatchFilled(
-            msgspec.structs.replace(match, candidates=candidates), group.strategy, False, candidates
-        )
-        if group.complete:
-            self._settle(group, "every member is accounted for")
-        return event
-
-    def _external(self, match: MatchRecord) -> MatchFilled:
-        self._c["matches_external"] += 1
-        return MatchFilled(match, None, True)
-
-    def _linked(self, match: MatchRecord, entry: LiveOrder) -> MatchFilled:
-        self._c["matches_linked"] += 1
-        linked = msgspec.structs.replace(match, client_order_id=entry.client_order_id)
-        return MatchFilled(linked, entry.strategy, False)
-
-    def _settle(self, group: DoubtGroup, why: str) -> int:
-        """Settle a doubt group by count: every member AMBIGUOUS, k of n filled."""
-        filled = len(group.claimed)
-        kept = [mid for ids in group.claimed.values() for mid in ids]
-        candidates = group.candidates
-        pair, is_long, quantity = group.key
-        members = self._ledger.settle(group)
-        for e in members:
-            self._unbook(e)
-        if self._journal is not None:
-            for match_id in kept:
-                self._journal.drop_match(match_id)
-        msg = (
-            f"{filled} of {len(members)} same-looking in-doubt orders ({pair}"
-            f" {'long' if is_long else 'short'} {quantity}) filled; which ones is unknowable"
-        )
-        log.warning("doubt group settled by count (%s): %s: %s", why, msg, ", ".join(candidates))
-        now = self._now_ms()
-        rows: list[StatusRow] = []
-        events: list[OrderUpdate] = []
-        for e in members:
-            rows.append((AMBIGUOUS, None, None, msg, now, e.client_order_id))
-            events.append(
-                OrderUpdate(
-                    e.client_order_id, AMBIGUOUS, e.strategy, None, None, msg, e.intent,
-                    candidates, filled,
-                )
-            )  # fmt: skip
-        self._c["orders_ambiguous"] += len(members)
-        self._emit(rows, events)
-        return len(members)
-
-    def _fill(self, entry: LiveOrder, match: MatchRecord) -> None:
-        quantity = match.quantity or Decimal(0)
-        if entry.booked:
-            left = entry.order.quantity - entry.filled
-            self._risk.release(entry.order.pair_name, min(quantity, left), entry.price)
-        entry.filled += quantity
-        journal = self._journal
-        if journal is not None:
-            journal.set_filled(entry.client_order_id, entry.filled)
-            self._dirty = True
-        if entry.status is ACCEPTED and entry.filled >= entry.order.quantity:
-            self._finish_filled(entry)
-
-    def _resolve(self, entry: LiveOrder, match: MatchRecord, order_id: int) -> None:
-        """An UNKNOWN intent resolved by the evidence of a match: FILLED with its orderId."""
-        entry.order_id = order_id
-        entry.filled = entry.order.quantity
-        if entry.booked:
-            self._risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
-        log.warning(
-            "UNKNOWN order %s resolved by evidence: match %d (entrustId %d), the only in-doubt"
-            " intent it agrees with -> FILLED",
-            entry.client_order_id,
-            match.id,
-            order_id,
-        )
-        self._finish_filled(entry)
-
-    def _finish_filled(self, entry: LiveOrder) -> None:
-        entry.status = FILLED
-        entry.booked = False
-        self._ledger.drop(entry)
-        self._c["orders_filled"] += 1
-        now = self._now_ms()
-        row: StatusRow = (FILLED, entry.order_id, None, None, now, entry.client_order_id)
-        event = OrderUpdate(
-            entry.client_order_id, FILLED, entry.strategy, entry.order_id, None, None, entry.intent
-        )
-        self._emit([row], [event])
+        return self._fills.attribute(match)
 
     # -- restart ------------------------------------------------------------------------
 
     def recover(self) -> int:
-        """Reload the journal's open intents (once): resend unsent ones, the rest UNKNOWN.
+        """Reload the journal's open intents (once) by the plan of framework.engine.recovery.
 
-        Returns how many intents were queued to be sent. Call it after the bus has its
-        subscribers (the driver does, when it starts), since it publishes UNKNOWN updates.
+        Unsent intents are queued again (9012 when too old), ACCEPTED ones tracked again,
+        the rest UNKNOWN (never resent); then the matches the journal kept are decided again.
+        Returns how many intents were queued to be sent. Publishes: call it after Started.
         """
-        return recovery.recover(self)
+        if self._recovered:
+            return 0
+        self._recovered = True
+        journal = self._journal
+        assert journal is not None
+        now = self._now_ms()
+        ledger, outcomes, risk = self._ledger, self._outcomes, self._risk
+        todo = recovery.plan(
+            journal.load_open(self._ids.node),
+            now_ms=now,
+            pending_max_age_s=self.settings.pending_max_age_s,
+            live=ledger.live,
+        )
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
 
-    def _recover_match(self, match: MatchRecord, delivered: bool) -> None:
-        """A match the journal kept, decided again at restart (see recovery)."""
-        order_id = match.entrust_id
-        ledger = self._ledger
-        if not delivered:  # held for an answer that never came: publish it now
-            self._unkeep(match)
-            self._publish(self._decide(match))
-            return
-        group = ledger.claimed.get(order_id) if order_id is not None else None
-        if group is None:
-            group = ledger.group_for(match)
-        if order_id is None or group is None:
-            self._unkeep(match)  # its group was settled: nothing left to count for
-            return
-        ledger.claim(group, order_id, match.id)
-        if group.complete:
-            self._settle(group, "every member is accounted for")
+        def revived(saved: JournalEntry) -> LiveOrder:
+            if saved.intent.client_order_id is not None:
+                self._user_ids.add(saved.client_order_id)
+            return revive(saved, risk.reference_price, risk.tracks_exposure)
+
+        for saved in todo.expired:
+            entry = revived(saved)
+            entry.booked = False
+            msg = FRAMEWORK_CODES[PENDING_EXPIRED].format(self.settings.pending_max_age_s)
+            outcomes.reject([entry], PENDING_EXPIRED, msg, now, rows, events)
+        tracked: list[LiveOrder] = []
+        for saved in todo.resend:
+            entry = revived(saved)
+            self._batcher.push(entry, now)
+            tracked.append(entry)
+        for saved in todo.accepted:
+            entry = revived(saved)
+            if saved.order_id is not None:
+                ledger.bind(entry, saved.order_id)
+            entry.booked = entry.booked and is_resting(entry.order)
+            tracked.append(entry)
+        unanswered = [revived(saved) for saved in todo.unanswered]
+        in_doubt = [revived(saved) for saved in todo.in_doubt]
+        for entry in [*tracked, *unanswered, *in_doubt]:
+            ledger.add(entry)
+            if entry.booked:
+                remaining = entry.order.quantity - entry.filled
+                risk.book(entry.order.pair_name, max(remaining, Decimal(0)), entry.price)
+        for entry in in_doubt:
+            ledger.doubt(entry, now)
+        if unanswered:
+            log.error(
+                "restart: %d intents were sent without a recorded answer -> UNKNOWN",
+                len(unanswered),
+            )
+            outcomes.to_unknown(unanswered, now, rows, events)
+        if todo.resend:
+            log.warning("restart: %d journaled intents never left; sending them now",
+                        len(todo.resend))  # fmt: skip
+        outcomes.emit(rows, events)
+        kept = journal.load_matches(self._ids.node)
+        if kept:
+            log.warning(
+                "restart: %d matches kept in the journal (held for an answer, or counted for a"
+                " doubt group) are decided again",
+                len(kept),
+            )
+        for match, delivered in kept:
+            self._fills.recover_match(match, delivered)
+        self.flush()
+        if todo.resend and self.on_ready is not None:
+            self.on_ready()
+        return len(todo.resend)
 
     # -- introspection ------------------------------------------------------------------
 

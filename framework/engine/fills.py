@@ -1,0 +1,186 @@
+"""Fills: the venue's match records turned into fills of the engine's intents, by evidence only.
+
+A match carries the venue's orderId (``entrustId``), never a clientOrderId. The
+:class:`FillLinker` links a match to an intent only on evidence that names it:
+
+* the orderId an answer bound to the intent (every match of it adds to its fill; FILLED when
+  they add up to its quantity), or one filled lately (a late match still names its intent);
+* the only UNKNOWN intent the match agrees with in pair, side and quantity (FILLED);
+* with several such intents in doubt, no intent: the orderId is counted for their doubt group
+  (``candidates`` on the match), which is settled by count (see
+  :class:`~framework.engine.reconcile.Ledger`).
+
+Anything else is external. A match seen while a batch is in flight, whose order nobody named
+yet, is held (the answer may name it) and decided once the batches in flight then have been
+answered. Held matches and counted ones are kept in the journal, written by the commit that
+makes the poller's delivered mark durable, so a kill loses none; at restart
+:meth:`FillLinker.recover_match` decides them again. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from decimal import Decimal
+
+import msgspec
+
+from framework.engine.events import Event, MatchFilled
+from framework.engine.intents import OrderStatus
+from framework.engine.journaling import JournalProtocol
+from framework.engine.outcomes import Outcomes
+from framework.engine.reconcile import EarlyMatches, LiveOrder
+from framework.venue.models import MatchRecord
+
+__all__ = ["FillLinker"]
+
+log = logging.getLogger("framework.execution")
+
+
+class FillLinker:
+    """Decides which intent (or doubt group) each match fills; see the module docstring."""
+
+    __slots__ = ("_journal", "_node", "_publish", "early", "outcomes")
+
+    def __init__(
+        self,
+        outcomes: Outcomes,
+        *,
+        journal: JournalProtocol | None,
+        node: str,
+        publish: Callable[[Event], None],
+    ) -> None:
+        self.outcomes = outcomes
+        self.early = EarlyMatches()
+        self._journal = journal
+        self._node = node
+        self._publish = publish
+
+    def attribute(self, match: MatchRecord) -> MatchFilled | None:
+        """The MatchFilled of a match (the caller publishes it), or None when it is held."""
+        order_id = match.entrust_id
+        ledger = self.outcomes.ledger
+        if order_id is not None and self.early.in_flight and not ledger.knows(order_id):
+            self.early.hold(match)
+            self._keep(match, delivered=False)
+            self.outcomes.counts["matches_held"] += 1
+            return None
+        return self.decide(match)
+
+    def release_early(self) -> None:
+        """Decide and publish the held matches an answer (or its absence) now explains."""
+        early = self.early
+        if len(early):
+            for match in early.release(self.outcomes.ledger.knows):
+                self._unkeep(match)
+                self._publish(self.decide(match))
+
+    def decide(self, match: MatchRecord) -> MatchFilled:
+        """Link a match by the evidence rules of the module docstring."""
+        outcomes = self.outcomes
+        ledger = outcomes.ledger
+        counts = outcomes.counts
+        order_id = match.entrust_id
+        if order_id is None:
+            return self._external(match)
+        entry = ledger.by_order_id.get(order_id)
+        if entry is not None:
+            self._fill(entry, match)
+            return self._linked(match, entry)
+        link = ledger.recently_done(order_id)
+        if link is not None:
+            counts["matches_linked"] += 1
+            coid, strategy, candidates = link
+            if coid is not None or candidates:
+                match = msgspec.structs.replace(match, client_order_id=coid, candidates=candidates)
+            return MatchFilled(match, strategy, False, candidates)
+        group = ledger.claimed.get(order_id)
+        if group is None:
+            group = ledger.group_for(match)
+            if group is None:
+                return self._external(match)
+            if len(group.members) == 1 and not group.claimed:
+                entry = ledger.resolve(group)  # the one intent in doubt it can be: unique
+                self._resolve(entry, match, order_id)
+                return self._linked(match, entry)
+        ledger.claim(group, order_id, match.id)
+        self._keep(match, delivered=True)
+        counts["matches_ambiguous"] += 1
+        candidates = group.candidates
+        event = MatchFilled(
+            msgspec.structs.replace(match, candidates=candidates),
+            group.strategy,
+            False,
+            candidates,
+        )
+        if group.complete:
+            outcomes.ambiguous(group, "every member is accounted for")
+        return event
+
+    def recover_match(self, match: MatchRecord, delivered: bool) -> None:
+        """A match the journal kept, decided again at restart."""
+        ledger = self.outcomes.ledger
+        order_id = match.entrust_id
+        if not delivered:  # held for an answer that never came: publish it now
+            self._unkeep(match)
+            self._publish(self.decide(match))
+            return
+        group = ledger.claimed.get(order_id) if order_id is not None else None
+        if group is None:
+            group = ledger.group_for(match)
+        if order_id is None or group is None:
+            self._unkeep(match)  # its group was settled: nothing left to count for
+            return
+        ledger.claim(group, order_id, match.id)
+        if group.complete:
+            self.outcomes.ambiguous(group, "every member is accounted for")
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _keep(self, match: MatchRecord, *, delivered: bool) -> None:
+        """Journal a match the engine cannot settle yet (survives a kill)."""
+        if self._journal is not None:
+            self._journal.keep_match(self._node, match, delivered)
+            self.outcomes.dirty = True
+
+    def _unkeep(self, match: MatchRecord) -> None:
+        if self._journal is not None:
+            self._journal.drop_match(match.id)
+            self.outcomes.dirty = True
+
+    def _external(self, match: MatchRecord) -> MatchFilled:
+        self.outcomes.counts["matches_external"] += 1
+        return MatchFilled(match, None, True)
+
+    def _linked(self, match: MatchRecord, entry: LiveOrder) -> MatchFilled:
+        self.outcomes.counts["matches_linked"] += 1
+        linked = msgspec.structs.replace(match, client_order_id=entry.client_order_id)
+        return MatchFilled(linked, entry.strategy, False)
+
+    def _fill(self, entry: LiveOrder, match: MatchRecord) -> None:
+        quantity = match.quantity or Decimal(0)
+        outcomes = self.outcomes
+        if entry.booked:
+            left = entry.order.quantity - entry.filled
+            outcomes.risk.release(entry.order.pair_name, min(quantity, left), entry.price)
+        entry.filled += quantity
+        if self._journal is not None:
+            self._journal.set_filled(entry.client_order_id, entry.filled)
+            outcomes.dirty = True
+        if entry.status is OrderStatus.ACCEPTED and entry.filled >= entry.order.quantity:
+            outcomes.filled(entry)
+
+    def _resolve(self, entry: LiveOrder, match: MatchRecord, order_id: int) -> None:
+        """An UNKNOWN intent resolved by the evidence of a match: FILLED with its orderId."""
+        entry.order_id = order_id
+        entry.filled = entry.order.quantity
+        if entry.booked:
+            self.outcomes.risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
+        log.warning(
+            "UNKNOWN order %s resolved by evidence: match %d (entrustId %d), the only in-doubt"
+            " intent it agrees with -> FILLED",
+            entry.client_order_id,
+            match.id,
+            order_id,
+        )
+        self.outcomes.filled(entry)

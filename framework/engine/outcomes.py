@@ -1,0 +1,202 @@
+"""Outcomes: how an intent's status changes are recorded (journal) and told (OrderUpdate).
+
+Every transition of an intent goes through one :class:`Outcomes`: it moves the engine's
+record, releases what the risk gate booked for it, buffers the journal row and publishes the
+OrderUpdate addressed to the strategy that submitted it. The execution engine (answers,
+deadlines, restart) and the fill linker (matches) share one instance, so a status change is
+written one way whoever causes it. Pure: no I/O, time passed in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from framework.engine.events import Event, OrderUpdate
+from framework.engine.intents import OrderStatus
+from framework.engine.journaling import JournalProtocol, StatusRow
+from framework.engine.reconcile import DoubtGroup, Ledger, LiveOrder
+from framework.engine.risk import RiskGate
+
+__all__ = ["COUNTER_NAMES", "Outcomes"]
+
+log = logging.getLogger("framework.execution")
+
+COUNTER_NAMES: Final = (
+    "orders_submitted",
+    "orders_sent",
+    "orders_accepted",
+    "orders_rejected",
+    "orders_risk_rejected",
+    "orders_unknown",
+    "orders_filled",
+    "orders_ambiguous",
+    "orders_lost",
+    "batches_sent",
+    "retries",
+    "matches_linked",
+    "matches_external",
+    "matches_held",
+    "matches_ambiguous",
+)
+"""Every counter ``ExecutionEngine.counters()`` reports."""
+
+REJECTED: Final = OrderStatus.REJECTED
+UNKNOWN: Final = OrderStatus.UNKNOWN
+FILLED: Final = OrderStatus.FILLED
+AMBIGUOUS: Final = OrderStatus.AMBIGUOUS
+LOST: Final = OrderStatus.LOST
+
+
+class Outcomes:
+    """Records and tells intents' transitions; holds the engine's counters and dirty flag."""
+
+    __slots__ = ("_journal", "_now_ms", "_publish", "counts", "dirty", "ledger", "risk")
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        risk: RiskGate,
+        journal: JournalProtocol | None,
+        publish: Callable[[Event], None],
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.ledger = ledger
+        self.risk = risk
+        self._journal = journal
+        self._publish = publish
+        self._now_ms = now_ms
+        self.counts = dict.fromkeys(COUNTER_NAMES, 0)
+        self.dirty = False  # journal writes buffered since the last commit
+
+    def flush(self) -> None:
+        """Commit buffered journal writes."""
+        if self.dirty and self._journal is not None:
+            self._journal.commit()
+        self.dirty = False
+
+    def emit(self, rows: list[StatusRow], events: list[OrderUpdate]) -> None:
+        """Buffer the journal rows, then publish the updates."""
+        if self._journal is not None and rows:
+            self._journal.update(rows)
+            self.dirty = True
+        publish = self._publish
+        for event in events:
+            publish(event)
+
+    @staticmethod
+    def mark(
+        entries: list[LiveOrder],
+        status: OrderStatus,
+        code: int | None,
+        msg: str | None,
+        now: int,
+        rows: list[StatusRow],
+        events: list[OrderUpdate],
+    ) -> None:
+        """Move entries to status (one with no order id), with their journal rows and events."""
+        for e in entries:
+            e.status = status
+            rows.append((status, None, code, msg, now, e.client_order_id))
+            events.append(
+                OrderUpdate(e.client_order_id, status, e.strategy, None, code, msg, e.intent)
+            )
+
+    def unbook(self, e: LiveOrder) -> None:
+        """Give back what the risk gate booked for e's order."""
+        if e.booked:
+            self.risk.release(e.order.pair_name, e.order.quantity, e.price)
+            e.booked = False
+
+    def reject(
+        self,
+        entries: list[LiveOrder],
+        code: int,
+        msg: str,
+        now: int,
+        rows: list[StatusRow],
+        events: list[OrderUpdate],
+    ) -> None:
+        """REJECTED with a code: the intents leave the ledger, their bookings are released."""
+        self.mark(entries, REJECTED, code, msg, now, rows, events)
+        for e in entries:
+            self.ledger.drop(e)
+            self.unbook(e)
+        self.counts["orders_rejected"] += len(entries)
+
+    def to_unknown(
+        self, entries: list[LiveOrder], now: int, rows: list[StatusRow], events: list[OrderUpdate]
+    ) -> None:
+        """UNKNOWN: the intents are in doubt from now on (their window starts)."""
+        self.mark(entries, UNKNOWN, None, None, now, rows, events)
+        for e in entries:
+            self.ledger.doubt(e, now)
+        self.counts["orders_unknown"] += len(entries)
+
+    def filled(self, entry: LiveOrder) -> None:
+        """FILLED: every match of the order adds up to its quantity, or evidence resolved it."""
+        entry.status = FILLED
+        entry.booked = False
+        self.ledger.drop(entry)
+        self.counts["orders_filled"] += 1
+        row: StatusRow = (FILLED, entry.order_id, None, None, self._now_ms(), entry.client_order_id)
+        event = OrderUpdate(
+            entry.client_order_id, FILLED, entry.strategy, entry.order_id, None, None, entry.intent
+        )
+        self.emit([row], [event])
+
+    def lost(self, expired: list[LiveOrder], window_s: float) -> None:
+        """LOST: no answer and no evidence within the window; said loudly."""
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        self.mark(expired, LOST, None, None, self._now_ms(), rows, events)
+        for e in expired:
+            self.ledger.drop(e)
+            self.unbook(e)
+            log.error(
+                "order LOST: %s (strategy %s, %s %s %s @ %s): no answer and no matching fill "
+                "within %.0f s; it may or may not rest on the venue",
+                e.client_order_id,
+                e.strategy,
+                e.order.pair_name,
+                "long" if e.order.is_long else "short",
+                e.order.quantity,
+                e.order.price if e.order.price is not None else "market",
+                window_s,
+            )
+        self.counts["orders_lost"] += len(expired)
+        self.emit(rows, events)
+
+    def ambiguous(self, group: DoubtGroup, why: str) -> int:
+        """Settle a doubt group by count: every member AMBIGUOUS, k of n filled."""
+        filled = len(group.claimed)
+        kept = [mid for ids in group.claimed.values() for mid in ids]
+        candidates = group.candidates
+        pair, is_long, quantity = group.key
+        members = self.ledger.settle(group)
+        for e in members:
+            self.unbook(e)
+        if self._journal is not None:
+            for match_id in kept:
+                self._journal.drop_match(match_id)
+        msg = (
+            f"{filled} of {len(members)} same-looking in-doubt orders ({pair}"
+            f" {'long' if is_long else 'short'} {quantity}) filled; which ones is unknowable"
+        )
+        log.warning("doubt group settled by count (%s): %s: %s", why, msg, ", ".join(candidates))
+        now = self._now_ms()
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        for e in members:
+            rows.append((AMBIGUOUS, None, None, msg, now, e.client_order_id))
+            events.append(
+                OrderUpdate(
+                    e.client_order_id, AMBIGUOUS, e.strategy, None, None, msg, e.intent,
+                    candidates, filled,
+                )
+            )  # fmt: skip
+        self.counts["orders_ambiguous"] += len(members)
+        self.emit(rows, events)
+        return len(members)
