@@ -94,6 +94,8 @@ class NodeConfig:
     """This node: its name prefixes generated client order ids ([A-Za-z0-9], up to 10)."""
 
     name: str = "pf"
+    exit_when_all_stopped: bool = True
+    """Stop the daemon (exit 1) once every strategy has been stopped for failing."""
 
 
 @attrs.frozen(slots=True, kw_only=True)

@@ -15,13 +15,18 @@ everything else from the config::
     kernel.close()                                  # the engine refuses new intents
 
 A strategy whose constructor raises is a :class:`StrategyBuildError` naming it as
-``strategies[N] (name)``, in both runtimes. Event sources are plug-ins at the edges: they
+``strategies[N] (name)``, in both runtimes. Strategies are attached to the bus when they
+start: ``start`` publishes Started and, while it is dispatched, calls each strategy's
+on_start itself; one that raises is logged in one line (``strategy s: on_start raised
+RuntimeError: boom``, the traceback only at DEBUG), stopped and left out of ``started``.
+What on_start publishes (an order refused at once...) is dispatched after every on_start. Event sources are plug-ins at the edges: they
 hand decoded records to ``intake`` or ``on_match``; nothing else in the house changes for a
 new one. Pure: no I/O, no clock of its own.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
@@ -38,13 +43,17 @@ from framework.engine.strategy import BasicContext, Strategy, attach, load_strat
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 
-__all__ = ["Kernel", "StrategyBuildError", "StrategyFactory"]
+__all__ = ["Kernel", "StrategyBuildError", "StrategyFactory", "StrategyStopped"]
+
+log = logging.getLogger("framework.kernel")
 
 StrategyFactory = Callable[[BasicContext], Strategy]
 """Builds one strategy on the kernel's context (tests and sweeps pass these)."""
 
 Scheduler = Callable[[str, str, float], None]
 Submitter = Callable[[str, OrderIntent], str]
+StrategyStopped = Callable[[str, str], None]
+"""Called with (strategy name, why) when a strategy is stopped for failing."""
 
 
 class StrategyBuildError(ConfigError):
@@ -64,7 +73,13 @@ class Kernel:
         )
         """The one frame intake: a decoded push applied to the portfolio, then published."""
         self.strategies: list[Strategy] = []
+        self.started: list[str] = []
+        """Names of the strategies whose on_start returned (filled by start)."""
+        self._unattached: list[Strategy] = []
         self._engine: ExecutionEngine | None = None
+        self._stopped_listeners: list[StrategyStopped] = []
+        self.bus.subscribe(Started, self._on_started)
+        self.bus.on_owner_stopped(self._owner_stopped)
 
     def __repr__(self) -> str:
         return f"Kernel(strategies={[s.name for s in self.strategies]})"
@@ -126,10 +141,18 @@ class Kernel:
             for i, spec in enumerate(self.config.strategies):
                 cls = load_strategy(spec.class_)
                 built.append(_build(i, spec.name, _constructor(cls, spec), context))
-        for strategy in built:
-            attach(self.bus, strategy)
+        # Attached when they start (start): no event reaches a strategy before its on_start.
+        self._unattached.extend(built)
         self.strategies.extend(built)
         return built
+
+    def on_strategy_stopped(self, listener: StrategyStopped) -> None:
+        """Register listener(name, why), called when a strategy is stopped for failing."""
+        self._stopped_listeners.append(listener)
+
+    def all_stopped(self) -> bool:
+        """True when there are strategies and every one of them was stopped for failing."""
+        return bool(self.strategies) and all(self.bus.is_stopped(s.name) for s in self.strategies)
 
     def on_match(self, match: MatchRecord) -> None:
         """The one match intake: linked by the engine, then published (or held by it)."""
@@ -141,10 +164,38 @@ class Kernel:
         """Started (every strategy's on_start), then the engine's restart recovery.
 
         Returns how many journaled intents recovery queued. Strategies get on_start before
-        anything recovery publishes.
+        anything recovery publishes; ``started`` names those whose on_start returned.
         """
         self.bus.publish(Started(self.clock.now()))
         return self.engine.recover()
+
+    def _on_started(self, event: Started) -> None:
+        """Attach the strategies and run their on_start, each failure isolated (see module)."""
+        pending, self._unattached = self._unattached, []
+        for strategy in pending:
+            attach(self.bus, strategy)  # its own Started handler never runs: this one is on
+        for strategy in pending:
+            try:
+                strategy.on_start()
+            except Exception as exc:
+                self._start_failed(strategy, exc)
+            else:
+                self.started.append(strategy.name)
+
+    def _start_failed(self, strategy: Strategy, exc: Exception) -> None:
+        why = f"on_start raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+        debug = log.isEnabledFor(logging.DEBUG)
+        log.error("strategy %s: %s", strategy.name, why, exc_info=exc if debug else None)
+        self.bus.stop_owner(strategy.name, why)
+        strategy.stopped = True
+        self._notify_stopped(strategy.name, why)
+
+    def _owner_stopped(self, owner: str, exc: BaseException) -> None:
+        self._notify_stopped(owner, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+
+    def _notify_stopped(self, name: str, why: str) -> None:
+        for listener in self._stopped_listeners:
+            listener(name, why)
 
     def stopping(self, reason: str) -> None:
         """Stopping: every strategy's on_stop (which may still submit)."""

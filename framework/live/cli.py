@@ -8,14 +8,20 @@ that cannot be built) on stderr.
 ``live -c FILE [--duration S]`` runs the node until SIGINT, SIGTERM or the duration, then
 prints one final line ``summary {json}`` on stdout and exits 0. Logs go to stderr. A
 configuration the node cannot run with exits 1 with a one-line reason, never a traceback;
-an unexpected crash exits 1 after logging its traceback.
+an unexpected crash exits 1 after logging its traceback. A second SIGINT or SIGTERM during
+the stop skips the waiting (a warning says what was skipped); the summary line still comes
+last and the exit code is 130. When every strategy has been stopped for failing (and
+``node.exit_when_all_stopped`` is true) the node stops, says so in one line on stderr,
+prints the summary and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +36,7 @@ from framework.venue.errors import ConfigError
 if TYPE_CHECKING:
     from framework.live.node import Node
 
-__all__ = ["check_main", "live_main", "summary_line"]
+__all__ = ["check_main", "live_main", "run_node", "summary_line"]
 
 log = logging.getLogger("framework.cli")
 
@@ -138,29 +144,81 @@ def live_main(argv: list[str]) -> int:
     secrets = config.secrets()
     configure_logging(level=config.logging.level, json=config.logging.json, secrets=secrets)
     # Imported here: check must work (and fail clearly) without the runtime's I/O stack.
-    from framework.live.node import FatalError, Node
+    from framework.live.node import Node
 
-    node = Node(config)
+    return run_node(Node(config), args.duration, prog="live", secrets=secrets)
+
+
+def run_node(
+    node: Node,
+    duration: float | None,
+    *,
+    prog: str,
+    secrets: list[str],
+    before_summary: Callable[[], None] | None = None,
+) -> int:
+    """Run node to its end, print its ``summary`` line last and return the exit code.
+
+    Problems are one ``prog: ...`` line on stderr. Exit codes: 0 after a stop; 130 when a
+    second signal cut the stop short (or a signal interrupted the start-up); 1 when the node
+    could not start, crashed, or stopped because every strategy was stopped for failing.
+    Signals that come after the node's own watcher ended are noted until the summary is out.
+    """
+    late: list[int] = []
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        summary = anyio.run(_run, node, args.duration)
+        summary, code = _run_node(node, duration, prog, secrets, late)
+        if before_summary is not None:
+            before_summary()
+        if summary is not None:
+            print(summary_line(summary), flush=True)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return EXIT_INTERRUPTED if late and summary is not None else code
+
+
+def _run_node(
+    node: Node, duration: float | None, prog: str, secrets: list[str], late: list[int]
+) -> tuple[dict[str, Any] | None, int]:
+    from framework.live.node import FatalError
+
+    try:
+        summary = anyio.run(_run, node, duration, late.append)
     except KeyboardInterrupt:
-        # Only possible before the node installed its signal handlers.
-        print("live: interrupted while starting", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        if not node.started.is_set():  # before the node watched signals
+            print(f"{prog}: interrupted while starting", file=sys.stderr)
+            return None, EXIT_INTERRUPTED
+        # In the instant between the node's watcher and ours: a second signal all the same.
+        return node.summary(), EXIT_INTERRUPTED
     except Exception as exc:
         inner = _innermost(exc)
         if isinstance(inner, FatalError | ConfigError):
-            print(f"live: {redact(_one_line(inner), secrets)}", file=sys.stderr)
-            return EXIT_FAILED
+            print(f"{prog}: {redact(_one_line(inner), secrets)}", file=sys.stderr)
+            return None, EXIT_FAILED
         log.critical("the node crashed", exc_info=exc)
-        print(f"live: crashed: {redact(_one_line(inner), secrets)}", file=sys.stderr)
-        return EXIT_FAILED
-    print(summary_line(summary), flush=True)
-    return EXIT_OK
+        print(f"{prog}: crashed: {redact(_one_line(inner), secrets)}", file=sys.stderr)
+        return None, EXIT_FAILED
+    if node.forced:
+        return summary, EXIT_INTERRUPTED
+    if node.all_stopped:
+        stopped = "; ".join(f"{n} ({why})" for n, why in sorted(node.bus.stopped.items()))
+        print(
+            f"{prog}: every strategy has been stopped for failing: {redact(stopped, secrets)}",
+            file=sys.stderr,
+        )
+        return summary, EXIT_FAILED
+    return summary, EXIT_OK
 
 
-async def _run(node: Node, duration: float | None) -> dict[str, Any]:
-    return await node.run(duration=duration)
+async def _run(node: Node, duration: float | None, late: Callable[[int], None]) -> dict[str, Any]:
+    try:
+        return await node.run(duration=duration)
+    finally:
+        # The node's watcher has ended: from here to the summary a signal is noted, never a
+        # kill (asyncio would raise KeyboardInterrupt for SIGINT and die of SIGTERM).
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda number, frame: late(number))
 
 
 def _innermost(exc: BaseException) -> BaseException:

@@ -14,8 +14,17 @@ reaction is sent too); ``Stopping`` is published (on_stop sees every update so f
 still submit, and the same settling follows); then the engine closes, refusing anything
 still queued and every later submit with code 9013 (never sent). All within
 ``execution.drain_timeout_s``; then the tasks are cancelled and the journal is closed. A
-second signal skips the waiting: what is in flight then is UNKNOWN.
-:meth:`Node.summary` gives the tallies (the ``summary`` line of ``run.py live``).
+second signal skips the waiting (``Node.forced``): what is in flight then is UNKNOWN, and a
+warning says what was skipped. Signals are watched from before the strategies start until
+``run`` returns, so a signal during the stop never kills the process.
+
+A strategy whose on_start raises is stopped (the kernel logs it in one line) and left out of
+the ``strategies started`` line. When every strategy has been stopped for failing and
+``node.exit_when_all_stopped`` is true (the default), the node stops by itself
+(``Node.all_stopped``).
+
+:meth:`Node.summary` gives the tallies and the trading state (the ``summary`` line of
+``run.py live``); the metrics endpoint's trading gauges read the same state.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import logging
 import math
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from decimal import Decimal
 from typing import Any, Final, TypeVar
@@ -35,16 +44,24 @@ import attrs
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.config import Config
+from framework.engine.bus import Bus
 from framework.engine.clock import Clock
-from framework.engine.events import ConnectionChanged, Timer
+from framework.engine.events import (
+    ConnectionChanged,
+    MatchFilled,
+    OrderUpdate,
+    PositionsSynced,
+    Timer,
+)
 from framework.engine.execution import ExecutionEngine
-from framework.engine.intents import OrderIntent
+from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.kernel import Kernel
+from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor, build_execution
 from framework.live.journal import Journal
-from framework.live.metrics import Metrics, serve_metrics
+from framework.live.metrics import Amounts, Feeds, Metrics, portfolio_feeds, serve_metrics
 from framework.live.poller import MatchPoller
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
@@ -84,6 +101,83 @@ class _Tallies:
     matches: int = 0
 
 
+class TradingState:
+    """Per pair: this node's realized PnL and fees, unrealized PnL, resting orders.
+
+    Realized PnL and fees add up ``profit_loss`` and ``trade_fee`` of this node's own matches
+    (external ones left out); unrealized PnL is the sum of ``unrealized_pnl`` of the pair's
+    last REST position snapshot (taken at start-up and after every reconnect: it is not
+    marked to market in between), 0 while the pair has no open position; resting orders are the limit orders the venue accepted
+    that the engine still holds as ACCEPTED (not yet filled).
+    """
+
+    def __init__(self, pairs: list[str]) -> None:
+        self.pairs = pairs
+        self.realized: dict[str, Decimal] = {}
+        self.fees: dict[str, Decimal] = {}
+        self.unrealized: dict[str, Decimal | None] = {}
+        self._accepted: dict[str, set[str]] = {pair: set() for pair in pairs}
+        self._status: Callable[[str], OrderStatus | None] = lambda client_order_id: None
+        self._portfolio: Portfolio | None = None
+
+    def follow(
+        self, bus: Bus, portfolio: Portfolio, status: Callable[[str], OrderStatus | None]
+    ) -> None:
+        """Subscribe to the bus (as infrastructure); status is the engine's view of an intent."""
+        self._status = status
+        self._portfolio = portfolio
+        bus.subscribe(MatchFilled, self.on_match)
+        bus.subscribe(OrderUpdate, self.on_order)
+        bus.subscribe(PositionsSynced, self.on_positions)
+
+    def on_match(self, event: MatchFilled) -> None:
+        """Add an own match's profit_loss and trade_fee to its pair."""
+        match = event.match
+        if event.external or match.symbol is None:
+            return
+        pair = match.symbol
+        if match.profit_loss is not None:
+            self.realized[pair] = self.realized.get(pair, Decimal(0)) + match.profit_loss
+        if match.trade_fee is not None:
+            self.fees[pair] = self.fees.get(pair, Decimal(0)) + match.trade_fee
+
+    def on_order(self, update: OrderUpdate) -> None:
+        """Note an accepted limit order (it may rest on the book until filled)."""
+        intent = update.intent
+        if update.status is OrderStatus.ACCEPTED and intent is not None and not intent.is_market:
+            self._accepted.setdefault(intent.pair, set()).add(update.client_order_id)
+
+    def on_positions(self, event: PositionsSynced) -> None:
+        """Keep the snapshot's unrealized PnL of the pair (None when the venue gave none)."""
+        values = [p.unrealized_pnl for p in event.positions if p.unrealized_pnl is not None]
+        if values or not event.positions:
+            self.unrealized[event.pair] = sum(values, Decimal(0))
+        else:
+            self.unrealized[event.pair] = None
+
+    def resting(self) -> dict[str, int]:
+        """Pair -> accepted limit orders not filled yet."""
+        out = {}
+        for pair, ids in self._accepted.items():
+            ids.difference_update([i for i in ids if self._status(i) is not OrderStatus.ACCEPTED])
+            out[pair] = len(ids)
+        return out
+
+    def _open(self, pair: str) -> bool:
+        return self._portfolio is None or self._portfolio.net_quantity(pair) != 0
+
+    def pnl(self) -> dict[str, Amounts]:
+        """Pair -> realized, unrealized (None when unknown) and fees."""
+        return {
+            pair: {
+                "realized": self.realized.get(pair, Decimal(0)),
+                "unrealized": self.unrealized.get(pair) if self._open(pair) else Decimal(0),
+                "fees": self.fees.get(pair, Decimal(0)),
+            }
+            for pair in self.pairs
+        }
+
+
 class Node:
     """One live daemon: ``Node(config)``, ``await node.run()``, then ``node.summary()``."""
 
@@ -94,13 +188,21 @@ class Node:
         self.bus = self.kernel.bus
         self.portfolio = self.kernel.portfolio
         self.tallies = _Tallies()
-        self.metrics = Metrics(self._metric_tallies) if config.metrics.enabled else None
+        self.trading = TradingState(list(config.pairs))
+        self.metrics = (
+            Metrics(self._metric_tallies, self._feeds()) if config.metrics.enabled else None
+        )
         self.metrics_port: int | None = None
         self.strategies: list[Strategy] = self.kernel.strategies
         self.stop_reason = ""
         self.started = anyio.Event()
+        self.all_stopped = False
+        """True when the node stopped because every strategy was stopped for failing."""
         self._stop = anyio.Event()
         self._force = False
+        self._unknown_at_force = 0
+        self._refused_at_close = 0
+        self.kernel.on_strategy_stopped(self._strategy_stopped)
         self._drain_scope: anyio.CancelScope | None = None
         self._trigger: tuple[str, float] | None = None  # what is being handled, since when
         # The last fill price per pair: the risk gate's reference for market orders.
@@ -124,8 +226,46 @@ class Node:
             self.stop_reason = reason
             self._stop.set()
 
+    @property
+    def forced(self) -> bool:
+        """True when a second signal cut the stop short (``run.py live`` exits 130)."""
+        return self._force
+
+    def force(self, why: str) -> None:
+        """Skip the rest of the stop's waiting (what a second signal does)."""
+        if not self._force:
+            self._unknown_at_force = self.engine.unknown_count if self.engine is not None else 0
+        log.warning("%s: not waiting for the drain", why)
+        self._force = True
+        if self._drain_scope is not None:
+            self._drain_scope.cancel()
+
+    def _feeds(self) -> Feeds:
+        pairs = list(self.config.pairs)
+        return Feeds(
+            **portfolio_feeds(self.portfolio, pairs, self.config.coins()),
+            pnl=self.trading.pnl,
+            resting=self.trading.resting,
+            unknown=lambda: self.engine.unknown_count if self.engine is not None else 0,
+            stopped=lambda: self.bus.stopped,
+        )
+
+    def positions(self) -> dict[str, Decimal]:
+        """Pair -> net signed quantity, for the pairs with an open position."""
+        out = {}
+        for pair in self.config.pairs:
+            quantity = self.portfolio.net_quantity(pair)
+            if quantity:
+                out[pair] = quantity
+        return out
+
     def summary(self) -> dict[str, Any]:
-        """The run's tallies: SUMMARY_KEYS first, then the engine's, stream's and poller's."""
+        """The run's tallies: SUMMARY_KEYS first, then the engine's, stream's and poller's.
+
+        Then the trading state: ``positions`` (open ones, net signed quantity), ``resting``
+        (accepted limit orders not filled, per pair) and ``pnl`` per pair (realized and fees
+        of this node's matches, unrealized as of the last REST position snapshot).
+        """
         counters = dict(self.engine.counters()) if self.engine is not None else {}
         stream = self.stream.stats.as_dict() if self.stream is not None else {}
         poller = self.poller.stats.as_dict() if self.poller is not None else {}
@@ -147,6 +287,10 @@ class Node:
             strategy_errors=self.bus.handler_errors,
             strategies_stopped=sorted(self.bus.stopped),
             **self.portfolio.counters(),
+            positions={pair: str(q) for pair, q in self.positions().items()},
+            resting=self.trading.resting(),
+            pnl={pair: _strings(amounts) for pair, amounts in self.trading.pnl().items()},
+            drain_skipped=self._force,
             uptime_s=round(time.monotonic() - self._began, 3),
             reason=self.stop_reason,
         )
@@ -169,13 +313,29 @@ class Node:
     async def run(self, *, duration: float | None = None) -> dict[str, Any]:
         """Run until a signal, the duration or request_stop; returns the summary."""
         self._began = time.monotonic()
+        error: Exception | None = None
+        # The signal watcher lives in this outer group, so it outlasts everything run opens:
+        # a signal while the journal, clients and venue close is handled, never a kill.
+        async with anyio.create_task_group() as watcher:
+            try:
+                await self._run(watcher, duration)
+            except Exception as exc:  # raised as itself below, not inside a group
+                error = exc
+            finally:
+                watcher.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        log.info("stopped", extra={"reason": self.stop_reason})
+        return self.summary()
+
+    async def _run(self, watcher: anyio.abc.TaskGroup, duration: float | None) -> None:
         async with AsyncExitStack() as stack:
             # Start-up happens outside the task group so a FatalError arrives unwrapped.
             await self._start(stack)
+            # Signals are watched before strategies start: a SIGTERM from then on is a
+            # graceful stop, never the default handler's kill.
+            await watcher.start(self._watch_signals)
             async with anyio.create_task_group() as tg:
-                # Signals are watched before strategies start: a SIGTERM from then on is a
-                # graceful stop, never the default handler's kill.
-                await tg.start(self._watch_signals)
                 await self._start_tasks(tg)
                 with anyio.move_on_after(float("inf") if duration is None else duration):
                     await self._stop.wait()
@@ -183,8 +343,18 @@ class Node:
                     self.request_stop(f"duration {duration:g} s elapsed")
                 await self._shutdown()
                 tg.cancel_scope.cancel()
-        log.info("stopped", extra={"reason": self.stop_reason})
-        return self.summary()
+            if self._force:
+                self._report_skipped()
+
+    def _report_skipped(self) -> None:
+        """One warning saying what the second signal skipped."""
+        unknown = self.engine.unknown_count if self.engine is not None else 0
+        log.warning(
+            "stop cut short by a second signal: skipped waiting for the answers and the last "
+            "match poll; %d order(s) left UNKNOWN by it, %d queued intent(s) refused (9013)",
+            max(0, unknown - self._unknown_at_force),
+            self._refused_at_close,
+        )
 
     async def _watch_signals(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -194,10 +364,7 @@ class Node:
             async for signum in signals:
                 name = signal.Signals(signum).name
                 if self._stop.is_set():
-                    log.warning("second signal: not waiting for the drain", extra={"signal": name})
-                    self._force = True
-                    if self._drain_scope is not None:
-                        self._drain_scope.cancel()
+                    self.force(f"second signal ({name})")
                 else:
                     log.info("signal received", extra={"signal": name})
                     self.request_stop(name)
@@ -250,6 +417,7 @@ class Node:
         # Registered after the REST client, so it runs before the client closes, on any exit.
         stack.callback(self._stop_scheduler)
         self.kernel.use_engine(self.engine)
+        self.trading.follow(self.bus, self.portfolio, self.engine.status)
         try:
             self.kernel.load_strategies(schedule=self._schedule, submit=self._submit)
         except ConfigError as exc:  # a strategy that cannot be built: one line, no traceback
@@ -330,11 +498,13 @@ class Node:
         # on_start first, always: what recovery publishes (UNKNOWN intents, kept matches)
         # reaches strategies that have set themselves up.
         recovered = self.kernel.start()
-        log.info("strategies started", extra={"strategies": [s.name for s in self.strategies]})
+        log.info("strategies started", extra={"strategies": list(self.kernel.started)})
         log.info("journal recovered", extra={"intents_requeued": recovered})
+        self._check_all_stopped()
         tg.start_soon(self.executor.run)
-        tg.start_soon(self.stream.run)
-        log.info("stream starting", extra={"ws_url": self.stream.ws_url})
+        if not self._stop.is_set():  # every strategy failed at on_start: no stream to open
+            tg.start_soon(self.stream.run)
+            log.info("stream starting", extra={"ws_url": self.stream.ws_url})
         self.started.set()
 
     def _stop_scheduler(self) -> None:
@@ -392,7 +562,23 @@ class Node:
 
     def _close(self) -> None:
         if self.engine is not None and not self.engine.closed:
-            self.kernel.close()
+            self._refused_at_close = self.kernel.close()
+
+    def _strategy_stopped(self, name: str, why: str) -> None:
+        self._check_all_stopped()
+
+    def _check_all_stopped(self) -> None:
+        """Stop the node when every strategy was stopped for failing (if configured)."""
+        if not self.config.node.exit_when_all_stopped or not self.kernel.all_stopped():
+            return
+        if not self._stop.is_set():
+            self.all_stopped = True
+            stopped = self.bus.stopped
+            log.error(
+                "every strategy has been stopped for failing: %s",
+                "; ".join(f"{name}: {why}" for name, why in sorted(stopped.items())),
+            )
+            self.request_stop("every strategy stopped for failing")
 
     async def _settle(self, rounds: int = 3) -> None:
         """Drain the executor and poll the matches until a poll provokes no new intent."""
@@ -486,3 +672,7 @@ class Node:
         if self.metrics is not None:
             self.metrics.set_state("poller", "running" if state == "ok" else state)
         self.bus.publish(ConnectionChanged("poller", state, detail))
+
+
+def _strings(amounts: Mapping[str, Decimal | None]) -> dict[str, str | None]:
+    return {k: None if v is None else str(v) for k, v in amounts.items()}

@@ -213,6 +213,7 @@ pairs: {{ETH-USD: {{}}}}
 journal: {{path: {tmp_path / "journal.sqlite"}}}
 strategies:
   - {{name: leaky, class: "tests.live.test_cli:Leaky", params: {{pair: ETH-USD}}}}
+node: {{exit_when_all_stopped: false}}
 logging: {{level: DEBUG, json: {{json}}}}
 """
         for json in ("true", "false"):
@@ -268,8 +269,14 @@ logging: {{json: true}}
             process.send_signal(signal.SIGINT)
             await eventually(logged(err, "strategies stopped"), timeout=30)
             process.send_signal(signal.SIGINT)  # without it the drain would wait 600 s
-        assert process.returncode == 0
+        assert process.returncode == 130
         summary = summary_of(out)
         assert summary["orders_sent"] == 1
         assert summary["orders_unknown"] == 1  # cut while in flight: it may have executed
-        assert logged(err, "second signal: not waiting for the drain")()
+        assert summary["drain_skipped"] is True
+        assert logged(err, "second signal (SIGINT): not waiting for the drain")()
+        assert logged(
+            err,
+            "stop cut short by a second signal: skipped waiting for the answers and the last "
+            "match poll; 1 order(s) left UNKNOWN by it, 0 queued intent(s) refused (9013)",
+        )()
