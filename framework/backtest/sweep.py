@@ -50,7 +50,7 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState
 
-from framework.backtest.sweep_config import Choice, Range, SweepConfig
+from framework.backtest.sweep_config import Choice, MissingKey, Range, SweepConfig
 from framework.backtest.sweep_trial import (
     ShipFiles,
     ShippedFile,
@@ -284,7 +284,7 @@ def _client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
             n_workers=count,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: 8787 may be taken (None means 8787)
             silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster) as client,
@@ -434,6 +434,13 @@ def _record(
 
         try:
             value = sweep.objective.score(orjson.loads(outcome.report))
+        except MissingKey as exc:
+            # Every trial would fail the same way: the sweep file must change.
+            study.tell(trial, state=TrialState.FAIL)
+            which = "metric" if exc.dotted == sweep.objective.metric else "divide_by"
+            line = sweep.objective_lines.get(which)
+            where = f" (line {line})" if line is not None else ""
+            raise SweepError(f"{sweep.path}: objective.{which}: {exc}{where}") from None
         except (ValueError, ArithmeticError) as exc:
             error = str(exc)
         else:

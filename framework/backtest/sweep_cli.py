@@ -89,6 +89,9 @@ def sweep_main(argv: list[str]) -> int:
     except (FrameworkError, OSError) as exc:
         print(f"sweep: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("sweep: interrupted while starting", file=sys.stderr)
+        return 130
     finally:
         progress.stop()
     from rich.console import Console

@@ -39,6 +39,7 @@ from framework.yaml_attrs import (
 __all__ = [
     "SAMPLERS",
     "Choice",
+    "MissingKey",
     "Objective",
     "Range",
     "SamplerSettings",
@@ -193,6 +194,8 @@ class SweepConfig:
     """``strategy.param`` -> space, in file order."""
     strategy_index: dict[str, int]
     """strategy name -> its index in config.strategies."""
+    objective_lines: dict[str, int | None] = attrs.Factory(dict)
+    """objective.metric and objective.divide_by -> their lines in the sweep file."""
 
     @property
     def objective(self) -> Objective:
@@ -220,6 +223,14 @@ class SweepConfig:
         return attrs.evolve(self.config, strategies=strategies)
 
 
+class MissingKey(ValueError):
+    """The objective names a key report.json does not have (the sweep file is wrong)."""
+
+    def __init__(self, message: str, dotted: str) -> None:
+        super().__init__(message)
+        self.dotted = dotted
+
+
 def lookup(results: Mapping[str, Any], dotted: str) -> Decimal:
     """The number at a dotted key of report data; ValueError naming the key if absent."""
     node: Any = results
@@ -228,8 +239,8 @@ def lookup(results: Mapping[str, Any], dotted: str) -> Decimal:
         if not isinstance(node, Mapping) or part not in node:
             where = ".".join(walked) or "the top level"
             keys = ", ".join(sorted(map(str, node))) if isinstance(node, Mapping) else "none"
-            raise ValueError(
-                f"report.json has no {dotted} (no {part!r} under {where}; keys: {keys})"
+            raise MissingKey(
+                f"report.json has no {dotted} (no {part!r} under {where}; keys: {keys})", dotted
             )
         node = node[part]
         walked.append(part)
@@ -439,6 +450,7 @@ def parse_sweep(
         recording=Path(found) if found else None,
         spaces=spaces,
         strategy_index=index,
+        objective_lines={key: lines.of(("objective", key)) for key in ("metric", "divide_by")},
     )
 
 

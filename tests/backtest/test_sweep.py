@@ -87,6 +87,17 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def shared_cluster() -> Iterator[str]:
+    """A LocalCluster of two worker processes for the tests that need not start their own."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as cluster:
+        yield str(cluster.scheduler_address)
+
+
 def _setup(tmp_path: Path, module: str, sweep: str) -> Path:
     """A directory holding the strategy module, backtest.yaml and sweep.yaml."""
     (tmp_path / f"{module}.py").write_text(FLAKY, encoding="utf-8")
@@ -313,7 +324,7 @@ params:
 
 
 def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
-    tmp_path: Path, recording: Path
+    tmp_path: Path, recording: Path, shared_cluster: str
 ) -> None:
     sweep_path = _setup(tmp_path, "flaky_resume", RESUMABLE)
     sweep = load_sweep_config(sweep_path, recording=recording)
@@ -326,7 +337,7 @@ def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
         if len(finished) == 2:
             raise KeyboardInterrupt  # as Ctrl-C, with the other worker's trial in flight
 
-    first = run_sweep(sweep, out, workers=2, on_trial=ctrl_c)
+    first = run_sweep(sweep, out, scheduler=shared_cluster, on_trial=ctrl_c)
     assert first.interrupted and first.ran == 2
     cut = [t for t in first.study.get_trials(deepcopy=False) if t.user_attrs.get("interrupted")]
     assert cut and all(t.state.name == "FAIL" for t in cut)  # in flight: queued again
@@ -338,7 +349,7 @@ def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
     # A client killed with a trial in flight leaves it RUNNING in sweep.db.
     study = open_study(sweep, out, resume=True)
     stale = study.ask(distributions(sweep))
-    second = run_sweep(sweep, out, workers=2, resume=True)
+    second = run_sweep(sweep, out, scheduler=shared_cluster, resume=True)
     assert not second.interrupted
     trials = second.study.get_trials(deepcopy=False)
     ran = [t for t in trials if not t.user_attrs.get("interrupted")]
@@ -431,3 +442,31 @@ def test_a_trial_whose_worker_dies_is_recorded_failed_and_the_sweep_goes_on(
         ("1", "fail"),
     ]
     assert all("KilledWorker" in r["error"] for r in rows if r["state"] == "fail"), rows
+
+
+def test_a_resume_with_a_changed_sweep_file_is_refused(tmp_path: Path, recording: Path) -> None:
+    from framework.backtest.sweep import SweepError
+
+    path = _setup(tmp_path, "flaky_changed", RESUMABLE)
+    open_study(load_sweep_config(path, recording=recording), tmp_path / "out", resume=False)
+    with pytest.raises(SweepError, match="exists: pass --resume"):
+        open_study(load_sweep_config(path, recording=recording), tmp_path / "out", resume=False)
+    path.write_text(RESUMABLE.replace("high: 6", "high: 8"), encoding="utf-8")
+    with pytest.raises(SweepError, match="changed since this sweep began"):
+        open_study(load_sweep_config(path, recording=recording), tmp_path / "out", resume=True)
+    with pytest.raises(SweepError, match="no sweep to resume"):
+        open_study(load_sweep_config(path, recording=recording), tmp_path / "new", resume=True)
+
+
+def test_an_objective_key_report_json_lacks_stops_the_sweep_with_its_line(
+    tmp_path: Path, recording: Path, shared_cluster: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = RESUMABLE.replace("pnl.USD.net_pnl", "pnl.EUR.net_pnl")
+    sweep = _setup(tmp_path, "flaky_metric", wrong)
+    argv = ["-c", str(sweep), "--recording", str(recording), "--out", str(tmp_path / "o")]
+    assert sweep_main([*argv, "--scheduler", shared_cluster]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"sweep: {sweep}: objective.metric: report.json has no pnl.EUR.net_pnl "
+        "(no 'EUR' under pnl; keys: USD) (line 3)"
+    ) in err, err
