@@ -12,8 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
@@ -33,6 +32,7 @@ from framework.venue.signing import make_signer
 from tests.faults.trader import CLASS, PAIR, QUANTITY, FaultTrader
 from tests.faults.truth import Truth, twin_matches, twin_net_quantity
 from tests.live.conftest import eventually
+from tests.node_running import running
 
 COIN: Final = "USD"
 SEED_QUANTITY: Final = Decimal("5")
@@ -105,24 +105,6 @@ async def seed_position(twin: VenueTwin) -> None:
     seed = OrderIntent(pair=PAIR, is_long=True, quantity=SEED_QUANTITY)
     async with RestClient(twin.base_url, DEMO_API_KEY, signer) as rest:
         await rest.batch_create([order_input(SEED_ID, seed)])
-
-
-@asynccontextmanager
-async def running(node: Node) -> AsyncIterator[dict[str, Any]]:
-    """Run node while the block runs, then stop it gracefully; yields the summary (at exit)."""
-    summary: dict[str, Any] = {}
-
-    async def run() -> None:
-        summary.update(await node.run())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        with anyio.fail_after(10):
-            await node.started.wait()
-        try:
-            yield summary
-        finally:
-            node.request_stop("test over")
 
 
 async def settle(predicate: Callable[[], Any], timeout: float) -> bool:

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
@@ -21,6 +18,7 @@ from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
 from framework.twin.settings import PriceSettings, TwinSettings
 from tests.live.conftest import eventually
+from tests.node_running import running
 
 pytestmark = pytest.mark.anyio
 
@@ -51,22 +49,6 @@ def embedded(strategies: str = LADDER, extra: str = "") -> Config:
     """A config trading against the embedded twin."""
     text = EMBEDDED.replace("{strategies}", strategies).replace("{extra}", extra)
     return parse_config(text, env={})
-
-
-@asynccontextmanager
-async def running(node: Node) -> AsyncIterator[dict[str, Any]]:
-    """Run node in a task group until the block ends; yields the summary (filled at exit)."""
-    summary: dict[str, Any] = {}
-
-    async def run() -> None:
-        summary.update(await node.run())
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(run)
-        with anyio.fail_after(10):
-            await node.started.wait()
-        yield summary
-        node.request_stop("test over")
 
 
 def accepted(node: Node) -> int:

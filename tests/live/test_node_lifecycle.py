@@ -19,7 +19,8 @@ from framework.twin.server import VenueTwin
 from framework.twin.settings import FaultSettings, PriceSettings, TwinSettings
 from framework.venue.models import MatchRecord
 from tests.live.conftest import eventually
-from tests.live.test_node import embedded, real_venue_config, running
+from tests.live.test_node import embedded, real_venue_config
+from tests.node_running import running
 
 pytestmark = pytest.mark.anyio
 
