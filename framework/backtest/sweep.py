@@ -31,6 +31,8 @@ import itertools
 import logging
 import math
 import os
+import site
+import sysconfig
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -227,8 +229,20 @@ def _interrupt(
     study.enqueue_trial(params, skip_if_exists=False)
 
 
+def _installed(origin: Path) -> bool:
+    """Whether a module file lies in an installation directory (site-packages)."""
+    roots = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), *site.getsitepackages()}
+    resolved = origin.resolve()
+    return any(resolved.is_relative_to(Path(root).resolve()) for root in roots if root)
+
+
 def _ship_modules(client: Client, sweep: SweepConfig, scratch: Path) -> list[str]:
-    """Upload each strategy's top-level module or package to the workers; their names."""
+    """Upload each strategy's top-level module or package to the workers; their names.
+
+    Modules found in the working directory, beside the config or in an editable install
+    are uploaded; those of a package installed in site-packages are not (install it on
+    the workers).
+    """
     tops: list[str] = []
     for strategy in sweep.config.strategies:
         top = strategy.class_.partition(":")[0].split(".")[0]
@@ -239,6 +253,8 @@ def _ship_modules(client: Client, sweep: SweepConfig, scratch: Path) -> list[str
         spec = importlib.util.find_spec(top)
         if spec is None or spec.origin in (None, "built-in", "frozen"):
             continue  # the config check has already said whether it can be imported
+        if _installed(Path(spec.origin)):
+            continue  # an installed distribution: the workers install it as they do perpframe
         if spec.submodule_search_locations:
             root = Path(next(iter(spec.submodule_search_locations)))
             path = scratch / f"{top}.zip"

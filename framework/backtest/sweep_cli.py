@@ -62,7 +62,7 @@ def sweep_main(argv: list[str]) -> int:
     if _extra_missing():
         print(INSTALL_HINT, file=sys.stderr)
         return 1
-    from framework.backtest.sweep import run_sweep
+    from framework.backtest.sweep import counted, run_sweep
     from framework.backtest.sweep_config import load_sweep_config
     from framework.backtest.sweep_report import best_table
 
@@ -98,11 +98,10 @@ def sweep_main(argv: list[str]) -> int:
 
     console = Console()
     console.print(best_table(result.study, sweep))
-    trials = result.study.get_trials(deepcopy=False)
-    failed = [t for t in trials if t.state.name == "FAIL" and not t.user_attrs.get("interrupted")]
+    ran = [t for t in result.study.get_trials(deepcopy=False) if counted(t)]
+    failed = [t for t in ran if t.state.name == "FAIL"]
     print(
-        f"trials: {result.ran} run now on {result.workers} workers, "
-        f"{len(trials) - sum(bool(t.user_attrs.get('interrupted')) for t in trials)} in all "
+        f"trials: {result.ran} run now on {result.workers} workers, {len(ran)} in all "
         f"of {result.requested} requested, {len(failed)} failed"
     )
     for trial in failed[-3:]:

@@ -158,6 +158,10 @@ def write_outputs(study: optuna.Study, sweep: SweepConfig, out: Path) -> list[Pa
     return written
 
 
+def _cell(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def best_table(study: optuna.Study, sweep: SweepConfig, count: int = 10) -> Any:
     """A rich Table of the best trials: number, objective, each parameter, backtest time."""
     from rich.table import Table
@@ -174,7 +178,7 @@ def best_table(study: optuna.Study, sweep: SweepConfig, count: int = 10) -> Any:
         table.add_row(
             str(trial.number),
             f"{trial.value:.6g}" if trial.value is not None else "",
-            *(str(params.get(k, "")) for k in keys),
+            *(_cell(params.get(k, "")) for k in keys),
             f"{trial.user_attrs.get('backtest_s', 0):.2f}",
         )
     return table

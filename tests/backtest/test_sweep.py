@@ -316,6 +316,7 @@ backtest: backtest.yaml
 trials: 5
 objective: {metric: pnl.USD.net_pnl}
 sampler: {kind: random, seed: 3}
+workers: {recording: shared}
 params:
   ladder:
     levels: {low: 1, high: 6}
