@@ -26,6 +26,7 @@ shared``, the recording at the same path on every worker.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import logging
@@ -137,7 +138,6 @@ def _sampler(sweep: SweepConfig, already: int) -> optuna.samplers.BaseSampler:
         # queued trials persist in sweep.db, and Optuna's GridSampler stops the study, which
         # the ask-and-tell loop cannot have.
         return optuna.samplers.RandomSampler(seed=seed)
-        return optuna.samplers.RandomSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=settings.startup_trials)
 
 
@@ -158,13 +158,19 @@ def counted(trial: optuna.trial.FrozenTrial) -> bool:
     return trial.state == TrialState.FAIL and not trial.user_attrs.get("interrupted")
 
 
-def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
-    """The study in out/sweep.db: new (refused if there is one) or resumed (refused if none)."""
+def _check_out(out: Path, *, resume: bool) -> Path:
+    """out/sweep.db, or SweepError: there is one and no resume, or none to resume."""
     db = out / "sweep.db"
     if db.exists() and not resume:
         raise SweepError(f"{db} exists: pass --resume to continue that sweep, or another --out")
     if resume and not db.exists():
         raise SweepError(f"{db}: no sweep to resume")
+    return db
+
+
+def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
+    """The study in out/sweep.db: new (refused if there is one) or resumed (refused if none)."""
+    db = _check_out(out, resume=resume)
     out.mkdir(parents=True, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = _storage(db)
@@ -237,7 +243,7 @@ def _installed(origin: Path) -> bool:
 
 
 def _ship_modules(client: Client, sweep: SweepConfig, scratch: Path) -> list[str]:
-    """Upload each strategy's top-level module or package to the workers; their names.
+    """Upload each strategy's top-level module or package to the workers; the plugins' names.
 
     Modules found in the working directory, beside the config or in an editable install
     are uploaded; those of a package installed in site-packages are not (install it on
@@ -264,22 +270,31 @@ def _ship_modules(client: Client, sweep: SweepConfig, scratch: Path) -> list[str
         else:
             path = Path(spec.origin)
         # Workers only: the scheduler need not be able to import strategies.
-        client.register_plugin(UploadFile(str(path), load=True), name=f"perpframe-{path.name}")
-        names.append(path.name)
+        name = f"perpframe-{path.name}"
+        client.register_plugin(UploadFile(str(path), load=True), name=name)
+        names.append(name)
     return names
 
 
 def _files(
     client: Client, sweep: SweepConfig, recording: Path
-) -> tuple[str | ShippedFile, ShippedFile | None]:
-    """The recording (and prices CSV) as the trials find them: shipped, or a shared path."""
+) -> tuple[str | ShippedFile, ShippedFile | None, list[str]]:
+    """The recording (and prices CSV) as trials find them (shipped, or a shared path); plugins."""
     if sweep.file.workers.recording == "shared":
-        return str(recording.resolve()), None
+        return str(recording.resolve()), None, []
     files = [shipped(recording)]
     if sweep.settings.prices_csv:
         files.append(shipped(sweep.settings.prices_csv))
-    client.register_plugin(ShipFiles(files))
-    return files[0][0], files[1][0] if len(files) > 1 else None
+    plugin = ShipFiles(files)
+    client.register_plugin(plugin)
+    return files[0][0], files[1][0] if len(files) > 1 else None, [plugin.name]
+
+
+def _unregister(client: Client, names: list[str]) -> None:
+    """Drop the sweep's worker plugins: a long-lived scheduler need not keep the files."""
+    for name in names:
+        with contextlib.suppress(Exception):  # the cluster may be going away already
+            client.unregister_worker_plugin(name)
 
 
 @contextmanager
@@ -339,9 +354,8 @@ def run_sweep(
     if not sweep.recording.is_file():
         raise SweepError(f"recording {sweep.recording}: no such file")
     requested = sweep.trial_count(trials)
-    study = open_study(sweep, out, resume=resume)
+    _check_out(out, resume=resume)  # before the cluster starts; the study once it is up
     dists = distributions(sweep)
-    done = sum(counted(t) for t in study.get_trials(deepcopy=False))
     ran = 0
     interrupted = False
     Asked = tuple[optuna.trial.Trial, dict[str, Any]]
@@ -355,8 +369,13 @@ def run_sweep(
             client.wait_for_workers(1, timeout=60)
         except TimeoutError:
             raise SweepError("no worker joined the cluster within 60 s") from None
-        _ship_modules(client, sweep, Path(scratch))
-        recording, prices_csv = _files(client, sweep, sweep.recording)
+        # A sweep.db is made only once trials can run (a cluster that cannot start leaves
+        # nothing that would need --resume).
+        study = open_study(sweep, out, resume=resume)
+        done = sum(counted(t) for t in study.get_trials(deepcopy=False))
+        plugins = _ship_modules(client, sweep, Path(scratch))
+        recording, prices_csv, shipping = _files(client, sweep, sweep.recording)
+        plugins += shipping
         client.run(warm_up)
         capacity, count = _capacity(client)
         if on_start is not None:
@@ -400,12 +419,13 @@ def run_sweep(
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            for future, (trial, params) in pending.items():
+            for future, (trial, _) in pending.items():
                 future.cancel()
-                _interrupt(study, trial.number, trial._trial_id, params, "interrupted")
-            for trial, params in ready:
-                _interrupt(study, trial.number, trial._trial_id, params, "interrupted")
+                _interrupt(study, trial.number, trial._trial_id, trial.params, "interrupted")
+            for trial, _ in ready:
+                _interrupt(study, trial.number, trial._trial_id, trial.params, "interrupted")
             pending.clear()
+            _unregister(client, plugins)
     from framework.backtest.sweep_report import write_outputs
 
     written = write_outputs(study, sweep, out)  # interrupted or not: every finished trial
