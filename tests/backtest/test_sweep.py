@@ -471,3 +471,33 @@ def test_an_objective_key_report_json_lacks_stops_the_sweep_with_its_line(
         f"sweep: {sweep}: objective.metric: report.json has no pnl.EUR.net_pnl "
         "(no 'EUR' under pnl; keys: USD) (line 3)"
     ) in err, err
+
+
+@pytest.mark.parametrize(
+    ("space", "problem"),
+    [
+        ("{low: 1, high: 2, log: true, step: 0.5}", "step and log: true cannot go together"),
+        ("{low: 0, high: 2, log: true}", "params.ladder.spacing.low: a log range needs low > 0"),
+        ("{low: 1, high: 2, colour: red}", "params.ladder.spacing.colour: unknown key"),
+        ("{high: 2}", "low is missing"),
+        ("[]", "expected a non-empty list of values"),
+        ("[1, 1]", "values repeat"),
+        ("7", "expected a list of values or a mapping with low and high, got 7"),
+        ("{low: 0.5, high: 2.0}", "a grid needs a step (or a list of values)"),
+    ],
+)
+def test_bad_spaces_are_located(tmp_path: Path, space: str, problem: str) -> None:
+    from framework.backtest.sweep_config import parse_sweep
+    from framework.venue.errors import ConfigError
+
+    _setup(tmp_path, "flaky_spaces", "")
+    text = (
+        f"backtest: {tmp_path / 'backtest.yaml'}\n"
+        "objective: {metric: pnl.USD.net_pnl}\n"
+        "sampler: {kind: grid}\n"
+        "params:\n"
+        f"  ladder:\n    spacing: {space}\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_sweep(text, path=tmp_path / "s.yaml")
+    assert problem in str(caught.value) and "(line 6)" in str(caught.value), str(caught.value)
