@@ -199,7 +199,7 @@ def _run_node(
         log.critical("the node crashed", exc_info=exc)
         print(f"{prog}: crashed: {redact(_one_line(inner), secrets)}", file=sys.stderr)
         return None, EXIT_FAILED
-    if node.forced:
+    if node.interrupted:
         return summary, EXIT_INTERRUPTED
     if node.all_stopped:
         stopped = "; ".join(f"{n} ({why})" for n, why in sorted(node.bus.stopped.items()))

@@ -14,8 +14,8 @@ reaction is sent too); ``Stopping`` is published (on_stop sees every update so f
 still submit, and the same settling follows); then the engine closes, refusing anything
 still queued and every later submit with code 9013 (never sent). All within
 ``execution.drain_timeout_s``; then the tasks are cancelled and the journal is closed. A
-second signal skips the waiting (``Node.forced``): what is in flight then is UNKNOWN, and a
-warning says what was skipped. Signals are watched from before the strategies start until
+second signal (``Node.interrupted``) skips the waiting: what is in flight then is UNKNOWN,
+and a warning says what was skipped. Signals are watched from before the strategies start until
 ``run`` returns, so a signal during the stop never kills the process.
 
 A strategy whose on_start raises is stopped (the kernel logs it in one line) and left out of
@@ -199,7 +199,9 @@ class Node:
         self.all_stopped = False
         """True when the node stopped because every strategy was stopped for failing."""
         self._stop = anyio.Event()
-        self._force = False
+        self._force = False  # the stop's waiting was cut short
+        self._interrupted = False  # a second signal came
+        self._waited = False  # the stop's waiting is over
         self._unknown_at_force = 0
         self._refused_at_close = 0
         self.kernel.on_strategy_stopped(self._strategy_stopped)
@@ -227,12 +229,15 @@ class Node:
             self._stop.set()
 
     @property
-    def forced(self) -> bool:
-        """True when a second signal cut the stop short (``run.py live`` exits 130)."""
-        return self._force
+    def interrupted(self) -> bool:
+        """True when a second signal came while stopping (``run.py live`` exits 130)."""
+        return self._interrupted
 
     def force(self, why: str) -> None:
         """Skip the rest of the stop's waiting (what a second signal does)."""
+        if self._waited:
+            log.warning("%s: the stop has nothing left to wait for", why)
+            return
         if not self._force:
             self._unknown_at_force = self.engine.unknown_count if self.engine is not None else 0
         log.warning("%s: not waiting for the drain", why)
@@ -343,6 +348,7 @@ class Node:
                     self.request_stop(f"duration {duration:g} s elapsed")
                 await self._shutdown()
                 tg.cancel_scope.cancel()
+            self._waited = True
             if self._force:
                 self._report_skipped()
 
@@ -364,6 +370,7 @@ class Node:
             async for signum in signals:
                 name = signal.Signals(signum).name
                 if self._stop.is_set():
+                    self._interrupted = True
                     self.force(f"second signal ({name})")
                 else:
                     log.info("signal received", extra={"signal": name})
