@@ -29,7 +29,6 @@ from framework.venue.errors import ConfigError
 from framework.yaml_attrs import (
     ConfigProblems,
     KeyPath,
-    LineMap,
     Problems,
     by_line,
     read_yaml,
@@ -57,24 +56,6 @@ SAMPLERS: Final = ("grid", "random", "tpe")
 _RANGE_KEYS: Final = frozenset({"low", "high", "step", "log", "type"})
 
 
-def _one_of(*choices: str) -> Any:
-    def check(_inst: object, attribute: attrs.Attribute[str], value: str) -> None:
-        if value not in choices:
-            raise ValueError(
-                f"{attribute.name}: expected one of {', '.join(choices)}, got {value!r}"
-            )
-
-    return check
-
-
-def _at_least(low: int) -> Any:
-    def check(_inst: object, attribute: attrs.Attribute[int | None], value: int | None) -> None:
-        if value is not None and value < low:
-            raise ValueError(f"{attribute.name}: must be at least {low}, got {value}")
-
-    return check
-
-
 @attrs.frozen(kw_only=True)
 class Objective:
     """What a trial scores: ``metric`` of report.json (or metric / divide_by), and the aim."""
@@ -83,7 +64,8 @@ class Objective:
     """A dotted key of report.json, e.g. ``pnl.USD.net_pnl``."""
     divide_by: str | None = None
     """Another key: the score is metric / divide_by (e.g. PnL over max drawdown)."""
-    direction: str = attrs.field(default="maximize", validator=_one_of("maximize", "minimize"))
+    direction: str = "maximize"
+    """maximize or minimize."""
 
     def score(self, results: Mapping[str, Any]) -> float:
         """The trial's score from its report data; ValueError naming what is missing."""
@@ -105,9 +87,10 @@ class Objective:
 class SamplerSettings:
     """``sampler:``: grid, random or tpe, seeded for repeatable choices."""
 
-    kind: str = attrs.field(default="tpe", validator=_one_of(*SAMPLERS))
+    kind: str = "tpe"
+    """One of SAMPLERS."""
     seed: int | None = 1
-    startup_trials: int = attrs.field(default=10, validator=_at_least(1))
+    startup_trials: int = 10
     """TPE: random trials before the model guides the choice."""
 
 
@@ -115,7 +98,7 @@ class SamplerSettings:
 class WorkerSettings:
     """``workers:``: how the recording reaches the workers."""
 
-    recording: str = attrs.field(default="ship", validator=_one_of("ship", "shared"))
+    recording: str = "ship"
     """ship: the client sends the file once to each worker, which keeps it on its local disk;
     shared: every worker reads the same path (shared storage mounted alike everywhere)."""
 
@@ -128,7 +111,7 @@ class SweepFile:
     """The backtest config: a live config with a ``backtest:`` section."""
     recording: str | None = None
     """The recording (default: --recording, else the backtest config's backtest.recording)."""
-    trials: int | None = attrs.field(default=None, validator=_at_least(1))
+    trials: int | None = None
     """How many trials in all (default: the grid's size, else 20)."""
     objective: Objective
     sampler: SamplerSettings = SamplerSettings()
@@ -336,12 +319,29 @@ def _space(raw: Any, path: KeyPath, out: Problems) -> Space | None:
     return None
 
 
+def _check_file(file: SweepFile, out: Problems) -> None:
+    """The rules of single settings, each at its own path and line."""
+
+    def one_of(path: KeyPath, value: str, choices: tuple[str, ...]) -> None:
+        if value not in choices:
+            out.add(path, f"expected one of {', '.join(choices)}, got {value!r}")
+
+    one_of(("objective", "direction"), file.objective.direction, ("maximize", "minimize"))
+    one_of(("sampler", "kind"), file.sampler.kind, SAMPLERS)
+    one_of(("workers", "recording"), file.workers.recording, ("ship", "shared"))
+    if file.trials is not None and file.trials < 1:
+        out.add(("trials",), f"must be at least 1, got {file.trials}")
+    if file.sampler.startup_trials < 1:
+        out.add(
+            ("sampler", "startup_trials"), f"must be at least 1, got {file.sampler.startup_trials}"
+        )
+
+
 def _check_params(
     name: str,
     index: int,
     config: Config,
     spaces: Mapping[str, Space],
-    lines: LineMap,
     out: Problems,
 ) -> None:
     """Each swept parameter exists and its bounds and choices are values the strategy takes."""
@@ -379,7 +379,7 @@ def _check_params(
             try:
                 structure({**spec.params, param: value}, params_cls)
             except ConfigProblems as exc:
-                problem = "; ".join(exc.problems)
+                problem = "; ".join(p.removeprefix("(top level): ") for p in exc.problems)
                 out.add(path, f"the value {value!r} is refused: {problem}")
                 break
 
@@ -396,16 +396,16 @@ def parse_sweep(
 
     source = Path(path)
     data, lines = read_yaml(text, source=str(source), env=os.environ if env is None else env)
-    problems: list[str] = []
     try:
         file = structure(data, SweepFile, lines=lines)
     except ConfigProblems as exc:
         raise ConfigProblems([f"{source}: {p}" for p in exc.problems]) from None
     out = Problems(lines)
+    _check_file(file, out)
     config_path = _find(file.backtest, source)
     if not config_path.is_file():
         out.add(("backtest",), f"{file.backtest}: no such file")
-        raise ConfigProblems([f"{source}: {p}" for p in out.found])
+        raise ConfigProblems([f"{source}: {p}" for p in by_line(out.found)])
     from framework.cli import add_strategy_dirs
 
     add_strategy_dirs(config_path)  # strategy modules are found as `run.py backtest` finds them
@@ -430,7 +430,7 @@ def parse_sweep(
             space = _space(raw, ("params", name, param), out)
             if space is not None:
                 mine[f"{name}.{param}"] = space
-        _check_params(name, index[name], config, mine, lines, out)
+        _check_params(name, index[name], config, mine, out)
         spaces.update(mine)
     if file.sampler.kind == "grid":
         for key, space in spaces.items():
@@ -439,8 +439,8 @@ def parse_sweep(
                 out.add(("params", name, param), "a grid needs a step (or a list of values)")
     chosen = recording or file.recording
     found = _find(str(chosen), source) if chosen else settings.recording
-    if out.found or problems:
-        raise ConfigProblems([f"{source}: {p}" for p in by_line(out.found + problems)])
+    if out.found:
+        raise ConfigProblems([f"{source}: {p}" for p in by_line(out.found)])
     return SweepConfig(
         path=source,
         file=file,

@@ -384,14 +384,14 @@ params:
     sweep = _setup(tmp_path, "flaky_bad", bad)
     assert sweep_main(["-c", str(sweep)]) == 1
     err = capsys.readouterr().err
-    assert "direction: expected one of maximize, minimize, got 'upward' (line 2)" in err
-    good = bad.replace("upward", "minimize")
-    sweep.write_text(good, encoding="utf-8")
-    assert sweep_main(["-c", str(sweep)]) == 1
-    lines = capsys.readouterr().err.splitlines()
+    lines = err.splitlines()
+    assert (
+        f"{sweep}: objective.direction: expected one of maximize, minimize, got 'upward' (line 2)"
+        in lines
+    )
     assert any(
-        line.startswith(f"{sweep}: params.ladder.levels: the value 0 is refused")
-        and line.endswith("(line 5)")
+        line
+        == f"{sweep}: params.ladder.levels: the value 0 is refused: levels must be at least 1 (line 5)"
         for line in lines
     ), lines
     assert any(
