@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from decimal import Decimal
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def start_twin() -> tuple[subprocess.Popen[str], str, str]:
     raise SystemExit("the twin did not start")
 
 
-async def soak(rest: str, ws: str, minutes: float, journal: str) -> None:
+async def soak(rest: str, ws: str, minutes: float, journal: str, trace: bool = False) -> None:
     """Run the daemon for minutes; print RSS figures."""
     import yaml
 
@@ -102,10 +103,13 @@ async def soak(rest: str, ws: str, minutes: float, journal: str) -> None:
     env = {"KEY": DEMO_API_KEY, "SECRET": DEMO_PRIVATE_KEY}
     node = Node(parse_config(yaml.safe_dump(data), env=env))
     marks: list[tuple[float, float, int]] = []
+    snapshots: list[tracemalloc.Snapshot] = []
 
-    def mark() -> None:
+    def mark(final: bool = False) -> None:
         gc.collect()
         marks.append((time.monotonic(), rss_mb(), node.tallies.pushes))
+        if trace and (len(marks) == 2 or (final and len(snapshots) == 1)):
+            snapshots.append(tracemalloc.take_snapshot())
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(node.run)
@@ -121,9 +125,13 @@ async def soak(rest: str, ws: str, minutes: float, journal: str) -> None:
                 print(f"{next_print / 60:4.0f} min   RSS {marks[-1][1]:8.1f} MB  "
                       f"pushes {marks[-1][2]}", flush=True)  # fmt: skip
                 next_print += 60.0
-        mark()
+        mark(final=True)
         node.request_stop("soak over")
     summary = node.summary()
+    if len(snapshots) == 2:
+        print("\ngrowth by line (tracemalloc, minute 1 -> end):")
+        for stat in snapshots[1].compare_to(snapshots[0], "lineno")[:12]:
+            print(f"  {stat}")
     t0, rss0, _ = marks[0]
     t_end, rss_end, pushes = marks[-1]
     print()
@@ -147,12 +155,17 @@ def main() -> None:
     """Parse the flags, start the twin, soak."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=11.0)
+    parser.add_argument(
+        "--trace", action="store_true", help="tracemalloc: print what grew after minute 1"
+    )
     args = parser.parse_args()
+    if args.trace:
+        tracemalloc.start(8)
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # "poll skipped" under load
     twin, rest, ws = start_twin()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            anyio.run(soak, rest, ws, args.minutes, f"{tmp}/journal.db")
+            anyio.run(soak, rest, ws, args.minutes, f"{tmp}/journal.db", args.trace)
     finally:
         twin.terminate()
         twin.wait()
