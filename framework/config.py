@@ -8,6 +8,10 @@ each ``class: module:Class`` is imported and, when the class declares ``Params``
 class), its ``params`` are structured into it. Every problem is one line
 ``path: problem (line N)``, all reported at once in a :class:`ConfigProblems`.
 
+A backtest reads the same file with ``venue_used=False`` (after blanking the ``venue:``
+section, see :func:`framework.backtest.runner.load_backtest_config`): no venue credentials and
+no ``journal.path`` are required then.
+
 ``venue.api_secret`` is a :class:`Secret`: its repr and str never show the value, and error
 messages never quote it.
 """
@@ -276,13 +280,14 @@ def _check_venue(venue: VenueConfig, out: Problems) -> None:
             out.add(("venue", "api_secret"), f"not a key for sign_type {venue.sign_type}: {text}")
 
 
-def _check(config: Config, out: Problems) -> None:
+def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
     out.require(
         _NODE_NAME.fullmatch(config.node.name) is not None,
         ("node", "name"),
         "expected 1 to 10 letters or digits (it prefixes client order ids)",
     )
-    _check_venue(config.venue, out)
+    if venue_used:
+        _check_venue(config.venue, out)
     out.require(bool(config.pairs), ("pairs",), "at least one pair is required (e.g. ETH-USD: {})")
     for pair in config.pairs:
         out.require(
@@ -322,7 +327,7 @@ def _check(config: Config, out: Problems) -> None:
     )
     out.require(0 <= config.metrics.port <= 65535, ("metrics", "port"), "must be in 0..65535")
     out.require(
-        config.journal.path is not None or config.venue.embedded,
+        config.journal.path is not None or config.venue.embedded or not venue_used,
         ("journal", "path"),
         "required with a real venue (intents and match cursors must survive restarts)",
     )
@@ -376,12 +381,16 @@ def parse_config(
     source: str = "<config>",
     env: Mapping[str, str] | None = None,
     resolve_strategies: bool = True,
+    venue_used: bool = True,
 ) -> Config:
-    """Read a YAML text into a Config, or raise ConfigProblems listing every problem."""
+    """Read a YAML text into a Config, or raise ConfigProblems listing every problem.
+
+    venue_used=False (a backtest): venue credentials and journal.path are not required.
+    """
     data, lines = read_yaml(text, source=source, env=os.environ if env is None else env)
     config = structure(data, Config, lines=lines, secret_keys=SECRET_KEYS)
     out = Problems(lines)
-    _check(config, out)
+    _check(config, out, venue_used=venue_used)
     if resolve_strategies:
         _check_strategy_classes(config, out)
     if out.found:

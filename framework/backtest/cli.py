@@ -7,18 +7,23 @@ does (strategies included) with the recorder writing PATH; the summary line is p
 code as live on virtual time with a paper venue (:class:`framework.backtest.runner.Backtest`),
 writes ``DIR/report.json`` and ``DIR/report.html`` and prints a few lines of results and the
 timing (timing only here, never in report.json). A rich progress bar goes to stderr when it
-is a terminal. Both exit 0 when they ran, 1 with a one-line reason when they could not.
+is a terminal. The config's ``venue:`` section is not read (a config for a real venue, its
+credentials unset, backtests as it is); log lines carry the replay's virtual time. Both exit
+0 when they ran, 1 with a one-line reason when they could not (an empty recording, or one
+with no valid record, included); ``record`` exits 130 after a second Ctrl-C, as ``live``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from framework.backtest.recording import RecordingReader
 from framework.backtest.report import write_report
 from framework.backtest.runner import (
     Backtest,
@@ -30,7 +35,7 @@ from framework.cli import add_strategy_dirs
 from framework.config import Config
 from framework.venue.errors import ConfigError, FrameworkError
 
-__all__ = ["backtest_main", "record_main", "run_backtest"]
+__all__ = ["backtest_main", "record_main", "recording_problem", "run_backtest"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -67,6 +72,13 @@ def backtest_main(argv: list[str]) -> int:
     if not Path(recording).is_file():
         print(f"backtest: recording {recording}: no such file", file=sys.stderr)
         return EXIT_FAILED
+    try:
+        problem = recording_problem(recording)
+    except OSError as exc:
+        problem = f"cannot read: {exc.strerror or exc}"
+    if problem is not None:
+        print(f"backtest: recording {recording}: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     report_dir = Path(args.report or settings.report or Path("reports") / Path(args.config).stem)
     from framework.live.logs import configure_logging
 
@@ -74,7 +86,7 @@ def backtest_main(argv: list[str]) -> int:
         level=config.logging.level, json=config.logging.json, secrets=config.secrets()
     )
     try:
-        result = run_backtest(config, settings, recording, progress=True)
+        result = run_backtest(config, settings, recording, progress=True, virtual_log_time=True)
     except (FrameworkError, OSError) as exc:
         print(f"backtest: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_FAILED
@@ -89,11 +101,61 @@ def backtest_main(argv: list[str]) -> int:
 
 
 def run_backtest(
-    config: Config, settings: BacktestSettings, recording: str | Path, *, progress: bool = False
+    config: Config,
+    settings: BacktestSettings,
+    recording: str | Path,
+    *,
+    progress: bool = False,
+    virtual_log_time: bool = False,
 ) -> BacktestResult:
-    """One backtest as ``run.py backtest`` runs it (each sweep trial is one of these)."""
+    """One backtest as ``run.py backtest`` runs it (each sweep trial is one of these).
+
+    virtual_log_time: log lines are stamped with the replay's virtual time meanwhile (the
+    process's logging: for one backtest at a time, never for trials run side by side).
+    """
     backtest = Backtest(config, recording, settings)
-    return _run_with_progress(backtest) if progress else backtest.run()
+    with _virtual_log_time(backtest) if virtual_log_time else _nothing():
+        return _run_with_progress(backtest) if progress else backtest.run()
+
+
+@contextmanager
+def _virtual_log_time(backtest: Backtest) -> Iterator[None]:
+    from framework.live.logs import set_log_clock
+
+    def now_ms() -> int | None:
+        clock = backtest.clock
+        return clock.now_ms() if clock is not None else None
+
+    set_log_clock(now_ms)
+    try:
+        yield
+    finally:
+        set_log_clock(None)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def recording_problem(path: str | Path) -> str | None:
+    """Why a recording cannot be replayed (empty, no valid record), or None when it can.
+
+    Reads up to its first record: a valid recording costs one piece of reading.
+    """
+    reader = RecordingReader(path)
+    try:
+        for _ in reader.records():
+            return None
+        stats = reader.stats
+    finally:
+        reader.close()
+    if stats.lines == 0:
+        return "empty: nothing to replay"
+    return (
+        f"no valid record in {stats.lines} line(s) (each line must be a JSON object with "
+        '"ts" and "source": "ws" with "frame", or "rest" with "path" and "body")'
+    )
 
 
 def _run_with_progress(backtest: Backtest) -> BacktestResult:
@@ -168,38 +230,24 @@ def record_main(argv: list[str]) -> int:
         return EXIT_FAILED
     add_strategy_dirs(args.config)  # the same rule as check and live
     try:
-        config, _ = load_backtest_config(args.config)
+        config, _ = load_backtest_config(args.config, venue=True)
     except ConfigError as exc:
         _print_problems(exc)
         return EXIT_FAILED
-    import anyio
-
-    from framework.live.cli import summary_line
-    from framework.live.logs import configure_logging, redact
+    from framework.live.cli import run_node
+    from framework.live.logs import configure_logging
 
     secrets = config.secrets()
     configure_logging(level=config.logging.level, json=config.logging.json, secrets=secrets)
     from framework.live.node import Node
 
     node = Node(attrs.evolve(config, recording=attrs.evolve(config.recording, path=str(out))))
-    try:
-        summary = anyio.run(_run_node, node, args.duration)
-    except KeyboardInterrupt:
-        print("record: interrupted while starting", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        inner: BaseException = exc
-        while isinstance(inner, BaseExceptionGroup) and len(inner.exceptions) == 1:
-            inner = inner.exceptions[0]
-        print(f"record: {redact(' '.join(str(inner).split()), secrets)}", file=sys.stderr)
+
+    def recorded() -> None:
+        recorder = node.recorder
+        print(f"recorded {recorder.lines if recorder else 0} messages to {out}", file=sys.stderr)
+
+    code = run_node(node, args.duration, prog="record", secrets=secrets, before_summary=recorded)
+    if code == EXIT_OK and (node.recorder is None or node.recorder.failed):
         return EXIT_FAILED
-    recorder = node.recorder
-    lines = recorder.lines if recorder is not None else 0
-    print(f"recorded {lines} messages to {out}", file=sys.stderr)
-    print(summary_line(summary), flush=True)
-    return EXIT_OK if recorder is not None and not recorder.failed else EXIT_FAILED
-
-
-async def _run_node(node: Any, duration: float | None) -> dict[str, Any]:
-    result: dict[str, Any] = await node.run(duration=duration)
-    return result
+    return code

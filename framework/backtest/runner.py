@@ -9,7 +9,9 @@ the recording instead of the stream and the poller, a
 
 The config file is the live one plus an optional ``backtest:`` section
 (:class:`BacktestSettings`), which :func:`load_backtest_config` takes out before the live
-config is parsed (line numbers of the rest stay right).
+config is parsed (line numbers of the rest stay right). The ``venue:`` section is taken out
+too (a backtest has no venue): a config written for a real venue, its credentials in unset
+``${ENV}`` variables, backtests as it is.
 """
 
 from __future__ import annotations
@@ -123,8 +125,8 @@ def _converter() -> cattrs.Converter:
 _CONVERTER = _converter()
 
 
-def _split_backtest_section(text: str) -> tuple[str, Any, int | None]:
-    """The text with its top-level ``backtest:`` section blanked (line numbers kept)."""
+def _split_section(text: str, name: str = "backtest") -> tuple[str, Any, int | None]:
+    """The text with its top-level ``name:`` section blanked (line numbers kept)."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:
@@ -132,7 +134,7 @@ def _split_backtest_section(text: str) -> tuple[str, Any, int | None]:
     if not isinstance(node, yaml.MappingNode):
         return text, None, None
     for key, value in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.value == "backtest":
+        if isinstance(key, yaml.ScalarNode) and key.value == name:
             first, last = key.start_mark.line, value.end_mark.line
             if value.end_mark.column == 0:
                 last -= 1
@@ -144,15 +146,23 @@ def _split_backtest_section(text: str) -> tuple[str, Any, int | None]:
     return text, None, None
 
 
-def load_backtest_config(path: str | Path) -> tuple[Config, BacktestSettings]:
-    """Read a config file: the live Config plus its ``backtest:`` section; ConfigError if bad."""
+def load_backtest_config(
+    path: str | Path, *, venue: bool = False
+) -> tuple[Config, BacktestSettings]:
+    """Read a config file: the live Config plus its ``backtest:`` section; ConfigError if bad.
+
+    The ``venue:`` section is neither read nor required unless venue is true (``run.py
+    record`` runs the live node on the same file).
+    """
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    stripped, section, line = _split_backtest_section(text)
-    config = parse_config(stripped, source=source)
+    stripped, section, line = _split_section(text)
+    if not venue:
+        stripped = _split_section(stripped, "venue")[0]
+    config = parse_config(stripped, source=source, venue_used=venue)
     return config, backtest_settings(section, source=f"{source}: backtest (line {line})")
 
 
@@ -220,6 +230,8 @@ class Backtest:
         self.recording = Path(recording)
         self.settings = settings or BacktestSettings()
         self._factories = strategies
+        self.clock: VirtualClock | None = None
+        """The replay's virtual clock, once run has made it (log lines are stamped with it)."""
 
     def run(self, *, progress: Callable[[int, int], None] | None = None) -> BacktestResult:
         """Replay the whole recording; progress(bytes_read, total) is called as it goes."""
@@ -266,7 +278,7 @@ class Backtest:
 
             track = PriceTrack.later(load, found)
         start = index.first_ts or 0
-        clock = VirtualClock(start)
+        clock = self.clock = VirtualClock(start)
         timeline = Timeline(clock)
         kernel = Kernel(config, clock)
         bus, portfolio, route = kernel.bus, kernel.portfolio, kernel.intake

@@ -168,9 +168,9 @@ def run_node(
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         summary, code = _run_node(node, duration, prog, secrets, late)
-        if before_summary is not None:
-            before_summary()
         if summary is not None:
+            if before_summary is not None:
+                before_summary()
             print(summary_line(summary), flush=True)
     finally:
         for signum, handler in previous.items():

@@ -6,6 +6,9 @@ private key (64 hex digits, optionally ``0x``-prefixed, not part of a longer hex
 132-character signature is left alone) in the message, its arguments, the traceback text and
 string ``extra`` fields. Fields passed with ``extra={...}`` become ``key=value`` pairs in human
 lines and keys of the JSON object.
+
+Timestamps are the wall clock's, unless :func:`set_log_clock` gave another: a backtest
+stamps its lines with the replay's virtual time.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Final, TextIO
 
@@ -26,6 +29,7 @@ __all__ = [
     "SecretRedactor",
     "configure_logging",
     "redact",
+    "set_log_clock",
 ]
 
 REDACTED: Final = "***"
@@ -73,8 +77,23 @@ def _extras(record: logging.LogRecord) -> dict[str, Any]:
     return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
 
 
+_clock: Callable[[], int | None] | None = None
+
+
+def set_log_clock(now_ms: Callable[[], int | None] | None) -> None:
+    """Stamp log lines with now_ms() (epoch ms) instead of the wall clock; None: wall clock.
+
+    A backtest passes its virtual clock; while now_ms() returns None (no replay running
+    yet) lines keep the wall clock's time.
+    """
+    global _clock
+    _clock = now_ms
+
+
 def _timestamp(record: logging.LogRecord) -> str:
-    moment = datetime.fromtimestamp(record.created, UTC)
+    ms = _clock() if _clock is not None else None
+    created = record.created if ms is None else ms / 1000
+    moment = datetime.fromtimestamp(created, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -290,3 +294,90 @@ def test_own_activity_can_be_delivered_as_recorded(own_recording: Path) -> None:
     recording = result.results["recording"]
     assert recording["pushes_superseded"] == 0 and recording["pushes_delivered"] == 3000
     assert result.results["fills"]["external_matches"] == recording["matches_delivered"] > 0
+
+
+# ------------------------------------------------------------------ the command, as a user runs it
+
+REAL_VENUE = """\
+venue:
+  base_url: https://venue.example.com
+  ws_url: wss://venue.example.com/ws
+  api_key: ${MY_KEY}
+  api_secret: ${MY_SECRET}
+journal: {path: /nonexistent/journal.sqlite}
+"""
+
+
+def backtest_command(
+    config: Path, recording: Path, report: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python run.py backtest ...` in a subprocess (environment without MY_KEY/MY_SECRET)."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("MY_KEY", "MY_SECRET")}
+    return subprocess.run(
+        [
+            *(sys.executable, str(ROOT / "run.py"), "backtest", "-c", str(config)),
+            *("--recording", str(recording), "--report", str(report)),
+        ],
+        cwd=ROOT,
+        env={**environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_config_for_a_real_venue_backtests_without_its_credentials(
+    own_recording: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "real.yaml"
+    config.write_text(CONFIG.replace("venue: {embedded: true}\n", REAL_VENUE))
+    done = backtest_command(config, own_recording, tmp_path / "r")
+    assert done.returncode == 0, done.stderr
+    assert "orders: submitted" in done.stdout
+    assert (tmp_path / "r" / "report.json").is_file()
+    # The live commands still want the credentials.
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "check", "-c", str(config)],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MY_KEY", "MY_SECRET")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 1
+    assert "venue.api_key: environment variable MY_KEY is not set (line 4)" in check.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("", "empty: nothing to replay"),
+        ('not json\n{"ts": 1}\n[1, 2]\n', "no valid record in 3 line(s)"),
+    ],
+)
+def test_a_recording_with_nothing_to_replay_exits_1_with_one_line(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    recording = tmp_path / "rec.jsonl"
+    recording.write_text(content)
+    done = backtest_command(write_config(tmp_path), recording, tmp_path / "r")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"backtest: recording {recording}: {problem}")
+    assert not (tmp_path / "r").exists()
+
+
+def test_log_lines_of_a_backtest_carry_virtual_time(own_recording: Path, tmp_path: Path) -> None:
+    config = tmp_path / "bt.yaml"
+    config.write_text(CONFIG.replace("logging: {level: WARNING}", "logging: {level: INFO}"))
+    done = backtest_command(config, own_recording, tmp_path / "r")
+    assert done.returncode == 0, done.stderr
+    first_ts = orjson.loads((tmp_path / "r" / "report.json").read_bytes())["recording"]["first_ts"]
+    lines = [line for line in done.stderr.splitlines() if " strategy." in line]
+    assert lines, done.stderr
+    recorded = datetime.fromtimestamp(first_ts / 1000, UTC)
+    for line in lines:
+        stamp = datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        assert recorded <= stamp < recorded + timedelta(days=1), line  # the recording's day
+    assert abs(datetime.now(UTC) - recorded) > timedelta(days=1)  # which is not today
