@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import dask
 import optuna
 from distributed import Client, Future, LocalCluster, as_completed
 from distributed.diagnostics.plugin import UploadFile
@@ -309,8 +310,11 @@ def _client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
             yield client
         return
     count = workers or os.cpu_count() or 1
-    # One thread per worker process: a backtest holds the GIL all the way.
+    # One thread per worker process: a backtest holds the GIL all the way. A worker holds
+    # no trial beyond the one it runs (the default saturation of 1.1 rounds up to two on one
+    # thread): Dask counts a death against every trial the worker held.
     with (
+        dask.config.set({"distributed.scheduler.worker-saturation": 1.0}),
         LocalCluster(
             n_workers=count,
             threads_per_worker=1,
