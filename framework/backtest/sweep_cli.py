@@ -74,7 +74,7 @@ def sweep_main(argv: list[str]) -> int:
             print(line, file=sys.stderr)
         return 1
     out = Path(args.out or Path("sweeps") / Path(args.config).stem)
-    progress = _Progress()
+    progress = _Progress(maximize=sweep.objective.direction == "maximize")
     try:
         result = run_sweep(
             sweep,
@@ -116,9 +116,11 @@ def sweep_main(argv: list[str]) -> int:
 class _Progress:
     """A rich progress bar over trials on stderr (finished ones count from the start)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, maximize: bool) -> None:
         self.bar: Any = None
         self.task: Any = None
+        self.maximize = maximize
+        self.best: float | None = None
 
     def start(self, done: int, requested: int) -> None:
         """Show the bar: done of requested."""
@@ -136,10 +138,17 @@ class _Progress:
         self.bar.start()
         self.task = self.bar.add_task("trials", total=requested, completed=done)
 
-    def trial(self, _trial: Any, _outcome: Any) -> None:
-        """One more trial finished."""
-        if self.bar is not None:
-            self.bar.update(self.task, advance=1)
+    def trial(self, trial: Any, _outcome: Any) -> None:
+        """One more trial finished; the best objective so far in the description."""
+        if self.bar is None:
+            return
+        value = trial.value
+        if value is not None and (
+            self.best is None or (value > self.best if self.maximize else value < self.best)
+        ):
+            self.best = value
+            self.bar.update(self.task, description=f"trials (best {value:.6g})")
+        self.bar.update(self.task, advance=1)
 
     def stop(self) -> None:
         """Leave the bar's last state on the screen."""
