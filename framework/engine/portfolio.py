@@ -150,14 +150,12 @@ class Portfolio:
         if pair is None:
             pair = self._positions[symbol] = {}
         quantity = push.current_quantity
-        if quantity is None:
-            if push.change_type in _CLOSING:
-                pair.pop(push.position_id, None)
-                return
-        elif not quantity:
+        if quantity:  # the common case first: an open position's new quantity
+            pair[push.position_id] = push
+        elif quantity is not None or push.change_type in _CLOSING:  # zero, or closed
             pair.pop(push.position_id, None)
-            return
-        pair[push.position_id] = push
+        else:
+            pair[push.position_id] = push
 
     def position_mark(self, pair: str) -> int:
         """A token to take before fetching a position snapshot; see apply_positions.

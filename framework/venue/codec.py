@@ -139,13 +139,6 @@ def _wrap(exc: msgspec.MsgspecError, record: str, *, frame: bool = False) -> Dec
     return DecodeError(record, key.group(1) if key else None, reason)
 
 
-def _frame_of(result: _PositionFrame | _AccountFrame) -> m.PositionPush | m.AccountPush:
-    push = result.data
-    if push.success is not result.success:
-        push = msgspec.structs.replace(push, success=result.success)
-    return push
-
-
 def decode_frame(data: bytes | str | dict[str, Any]) -> Frame:
     """Decode one WebSocket frame (its text, or the object already parsed) into a push or an ack.
 
@@ -154,14 +147,19 @@ def decode_frame(data: bytes | str | dict[str, Any]) -> Frame:
     is None.
     """
     try:
-        if type(data) is dict:
-            return _frame_of(msgspec.convert(data, _Push))
-        return _frame_of(_decode_push(data))  # type: ignore[arg-type]
+        result: _PositionFrame | _AccountFrame = (
+            msgspec.convert(data, _Push) if type(data) is dict else _decode_push(data)  # type: ignore[arg-type]
+        )
     except msgspec.ValidationError as exc:
         failure = exc
     except msgspec.DecodeError as exc:
         raise DecodeError("frame", None, f"not JSON: {exc}") from None
-    return _not_a_push(data, failure)
+    else:
+        push = result.data
+        if push.success is not result.success:  # the frame's success is the push's
+            push = msgspec.structs.replace(push, success=result.success)
+        return push
+    return _not_a_push(data, failure)  # outside the handler: no chained context
 
 
 def _not_a_push(data: bytes | str | dict[str, Any], failure: msgspec.ValidationError) -> Frame:

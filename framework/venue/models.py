@@ -83,11 +83,18 @@ def _refuse_non_finite(record: msgspec.Struct, values: tuple[Decimal | None, ...
             raise ValueError(f"expected a finite decimal, got {value} - at `$.{field.encode_name}`")
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    """A date-time the venue wrote without a zone, in UTC (one with a zone is kept)."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
+_AWARE: dict[datetime, datetime] = {}
+"""Naive date-times read lately -> the same in UTC (matches of one poll share their second)."""
+
+
+def _aware(value: datetime) -> datetime:
+    """A date-time the venue wrote without a zone, in UTC (a zone-naive one; cached)."""
+    aware = _AWARE.get(value)
+    if aware is None:
+        if len(_AWARE) >= 4096:
+            _AWARE.clear()
+        aware = _AWARE[value] = value.replace(tzinfo=UTC)
+    return aware
 
 
 class OrderInput(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
@@ -178,10 +185,11 @@ class Position(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=Fal
                 self.face_multiplier,
             ),
         )
-        if self.create_time is not None and self.create_time.tzinfo is None:
-            force_setattr(self, "create_time", _aware(self.create_time))
-        if self.delivery_time is not None and self.delivery_time.tzinfo is None:
-            force_setattr(self, "delivery_time", _aware(self.delivery_time))
+        created, delivery = self.create_time, self.delivery_time
+        if created is not None and created.tzinfo is None:
+            force_setattr(self, "create_time", _aware(created))
+        if delivery is not None and delivery.tzinfo is None:
+            force_setattr(self, "delivery_time", _aware(delivery))
 
 
 class AccountBalance(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
@@ -256,10 +264,11 @@ class MatchRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=
                 self.restrict_price,
             ),
         )
-        if self.create_time is not None and self.create_time.tzinfo is None:
-            force_setattr(self, "create_time", _aware(self.create_time))
-        if self.delivery_time is not None and self.delivery_time.tzinfo is None:
-            force_setattr(self, "delivery_time", _aware(self.delivery_time))
+        created, delivery = self.create_time, self.delivery_time
+        if created is not None and created.tzinfo is None:
+            force_setattr(self, "create_time", _aware(created))
+        if delivery is not None and delivery.tzinfo is None:
+            force_setattr(self, "delivery_time", _aware(delivery))
 
 
 class PositionPush(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
