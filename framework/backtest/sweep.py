@@ -384,7 +384,9 @@ def run_sweep(
         capacity, count = _capacity(client)
         if on_start is not None:
             on_start(done, requested)
-        futures = as_completed()
+        # Results are fetched as each trial ends (with_results): a result left on a worker
+        # that then dies would be lost, and Dask would run the trial again.
+        futures = as_completed(with_results=True, raise_errors=False)
 
         def ask() -> Asked:
             trial = study.ask(dists)
@@ -408,12 +410,12 @@ def run_sweep(
 
         try:
             submit()
-            for future in futures:
+            for future, result in futures:
                 trial, params = pending.pop(future)
                 done += 1
                 ran += 1
                 submit()  # first: the worker idles until its next trial arrives
-                outcome = _record(study, sweep, out, future, trial, params)
+                outcome = _record(study, sweep, out, result, trial, params)
                 if on_trial is not None:
                     on_trial(study._storage.get_trial(trial._trial_id), outcome)
                 capacity, count = _capacity(client)
@@ -447,18 +449,22 @@ def _record(
     study: optuna.Study,
     sweep: SweepConfig,
     out: Path,
-    future: Future[TrialOutcome],
+    result: Any,
     trial: optuna.trial.Trial,
     params: dict[str, Any],
 ) -> TrialOutcome | None:
-    """Tell the study how a trial ended; write its report.json when it ran."""
+    """Tell the study how a trial ended; write its report.json when it ran.
+
+    result is the trial's TrialOutcome, or what Dask gives for a task that failed (its
+    ``(type, exception, traceback)``, e.g. KilledWorker when workers died running it).
+    """
     outcome: TrialOutcome | None = None
     error: str | None = None
-    if future.status == "finished":
-        outcome = future.result()
+    if isinstance(result, TrialOutcome):
+        outcome = result
         error = outcome.error
     else:
-        exc = future.exception()
+        exc = result[1] if isinstance(result, tuple) and len(result) == 3 else result
         error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
     trial.set_user_attr("params", params)
     if outcome is not None:
