@@ -89,6 +89,7 @@ def write_best(study: optuna.Study, sweep: SweepConfig, path: Path) -> Path | No
         f"# Best of {len(ran)} trials ({failed} failed) of {sweep.path}: trial {trial.number},\n"
         f"# {sweep.objective.label} = {trial.value} ({sweep.objective.direction}).\n"
         f"# Paste each params: block over that strategy's in {sweep.config_path}.\n"
+        f"# Its report: trials/{trial.number:05d}/report.json (run.py backtest writes the same).\n"
     )
     body = yaml.safe_dump({"strategies": strategies}, sort_keys=False, allow_unicode=True)
     path.write_text(header + body, encoding="utf-8")
