@@ -4,9 +4,7 @@ Its points come from the recording (what :class:`framework.backtest.scan.PriceFi
 finds: match averagePrice at the match's time, the openingPrice of NEW position pushes) or
 from a CSV file. Of two prices for a pair in one millisecond the later one counts. A track
 made with :meth:`PriceTrack.later` reads its points on first use, so a backtest whose
-strategies never trade never reads the recording's prices for them; told where the points
-are as found (unsorted), it answers a pair's latest price (a report's last mark) from them
-without sorting and indexing them all.
+strategies never trade never reads the recording's prices for them.
 """
 
 from __future__ import annotations
@@ -37,15 +35,13 @@ class PriceTrack:
     """Prices per pair over time: sorted points, looked up by time."""
 
     _load: Callable[[], PriceTrack] | None
-    _found: Callable[[], PairPrices | None] | None
-    _newest: dict[str, tuple[int, Decimal]] | None
     _times: dict[str, list[int]]
     _prices: dict[str, list[Decimal]]
     _rows: list[tuple[int, str, Decimal]] | None
     _points: list[PricePoint] | None
 
     def __init__(self, points: Iterable[PricePoint]) -> None:
-        self._load = self._found = self._newest = None
+        self._load = None
         self._index(_by_pair((p.ts, p.pair, p.price) for p in points))
 
     @classmethod
@@ -57,22 +53,15 @@ class PriceTrack:
     def from_pairs(cls, pairs: PairPrices) -> PriceTrack:
         """A track from each pair's (ts, price) entries, in the order they were found."""
         track = cls.__new__(cls)
-        track._load = track._found = track._newest = None
+        track._load = None
         track._index(pairs)
         return track
 
     @classmethod
-    def later(
-        cls, load: Callable[[], PriceTrack], found: Callable[[], PairPrices | None] | None = None
-    ) -> PriceTrack:
-        """A track that is load()'s, made when it is first used.
-
-        found, if given, returns what load() would make the track of (each pair's entries,
-        in the order found), or None while it cannot tell yet: last_at at or after a pair's
-        newest entry then answers from them without loading the track.
-        """
+    def later(cls, load: Callable[[], PriceTrack]) -> PriceTrack:
+        """A track that is load()'s, made when it is first used."""
         track = cls.__new__(cls)
-        track._load, track._found, track._newest = load, found, None
+        track._load = load
         return track
 
     @property
@@ -83,7 +72,6 @@ class PriceTrack:
     def _ready(self) -> None:
         if self._load is not None:
             load, self._load = self._load, None
-            self._found = self._newest = None
             made = load()
             made._ready()
             self._times, self._prices, self._rows = made._times, made._prices, made._rows
@@ -148,34 +136,12 @@ class PriceTrack:
 
     def last_at(self, pair: str, ts: int) -> Decimal | None:
         """The price of the last point at or before ts."""
-        if self._found is not None:
-            newest = self._newest_found()
-            if newest is not None:
-                point = newest.get(pair)
-                if point is None:
-                    return None
-                if point[0] <= ts:
-                    return point[1]
         self._ready()
         times = self._times.get(pair)
         if not times:
             return None
         i = bisect_right(times, ts)
         return self._prices[pair][i - 1] if i else None
-
-    def _newest_found(self) -> dict[str, tuple[int, Decimal]] | None:
-        """Each pair's newest (ts, price) of the points found unsorted; None: not known yet."""
-        if self._newest is None and self._found is not None:
-            pairs = self._found()
-            if pairs is not None:
-                # max keeps the first of equal times it meets: reversed, the one found last,
-                # which is the one that counts.
-                self._newest = {
-                    pair: max(reversed(entries), key=_TIME)
-                    for pair, entries in pairs.items()
-                    if entries
-                }
-        return self._newest
 
     def next_at(self, pair: str, ts: int, max_wait_ms: int) -> Decimal | None:
         """The price of the first point at or after ts, if within max_wait_ms."""

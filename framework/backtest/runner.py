@@ -270,13 +270,7 @@ class Backtest:
                     price_rows(scan(recording, positions=positions).price_rows)
                 )
 
-            def found() -> dict[str, list[tuple[int, Decimal]]] | None:
-                # After the replay, a last mark is read from the prices it found, unsorted.
-                return (
-                    replayer.prices.track_pairs(positions, sources) if replayer.finished else None
-                )
-
-            track = PriceTrack.later(load, found)
+            track = PriceTrack.later(load)
         start = index.first_ts or 0
         clock = self.clock = VirtualClock(start)
         timeline = Timeline(clock)

@@ -22,7 +22,7 @@ Pure data structures: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Final
 
@@ -248,17 +248,12 @@ class Ledger:
         """True if the order id names a tracked intent, a live group's claim or a recent one."""
         return order_id in self.by_order_id or order_id in self.claimed or order_id in self._done
 
-    def could_claim(self, order_ids: Iterable[int | None]) -> bool:
-        """True when a match of one of order_ids may be linked here: a known or UNKNOWN order."""
-        if self.unknown:
-            return True
-        if not self.by_order_id and not self._done:
-            return False
-        return any(order_id is not None and self.knows(order_id) for order_id in order_ids)
-
     def group_for(self, match: MatchRecord) -> DoubtGroup | None:
         """The doubt group whose members agree with the match (pair, side, quantity), if any."""
-        return self.groups.get((match.symbol, match.is_long, match.quantity))
+        groups = self.groups
+        if not groups:  # the usual case: nothing in doubt, no tuple with a Decimal to hash
+            return None
+        return groups.get((match.symbol, match.is_long, match.quantity))
 
     def resolve(self, group: DoubtGroup) -> LiveOrder:
         """Take the single member of an unclaimed group out of doubt (unique evidence)."""

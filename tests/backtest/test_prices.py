@@ -19,30 +19,20 @@ def _copy(pairs: dict[str, list[tuple[int, Decimal]]]) -> dict[str, list[tuple[i
 
 
 @given(st.dictionaries(st.sampled_from(PAIRS), entries), st.integers(-1, 25))
-def test_last_at_from_the_points_found_is_the_loaded_tracks(
+def test_a_later_track_loads_on_first_use_and_answers_as_the_loaded_one(
     pairs: dict[str, list[tuple[int, Decimal]]], ts: int
 ) -> None:
     loaded = PriceTrack.from_pairs(_copy(pairs))
-    lazy = PriceTrack.later(lambda: PriceTrack.from_pairs(_copy(pairs)), lambda: pairs)
+    lazy = PriceTrack.later(lambda: PriceTrack.from_pairs(_copy(pairs)))
+    assert not lazy.loaded
     for pair in [*PAIRS, "XRP-USD"]:
         assert lazy.last_at(pair, ts) == loaded.last_at(pair, ts)
-    newest = max((t for found in pairs.values() for t, _ in found), default=None)
-    if newest is None or ts >= newest:
-        assert not lazy.loaded  # at or after every point: answered without loading
+    assert lazy.loaded
     assert lazy.rows == loaded.rows
 
 
 def test_of_two_prices_in_one_ms_the_one_found_later_counts() -> None:
     pairs = {"ETH-USD": [(5, Decimal(1)), (7, Decimal(2)), (7, Decimal(3)), (6, Decimal(4))]}
-    lazy = PriceTrack.later(lambda: PriceTrack.from_pairs(_copy(pairs)), lambda: pairs)
-    assert lazy.last_at("ETH-USD", 100) == Decimal(3)
-    assert not lazy.loaded
-    assert lazy.last_at("ETH-USD", 6) == Decimal(4)  # before the newest point: loads
-    assert lazy.loaded
-
-
-def test_a_track_that_cannot_tell_yet_loads() -> None:
-    pairs = {"ETH-USD": [(5, Decimal(1))]}
-    lazy = PriceTrack.later(lambda: PriceTrack.from_pairs(_copy(pairs)), lambda: None)
-    assert lazy.last_at("ETH-USD", 10) == Decimal(1)
-    assert lazy.loaded
+    track = PriceTrack.from_pairs(_copy(pairs))
+    assert track.last_at("ETH-USD", 100) == Decimal(3)
+    assert track.last_at("ETH-USD", 6) == Decimal(4)
