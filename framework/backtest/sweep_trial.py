@@ -119,6 +119,8 @@ class TrialOutcome:
     trial_s: float
     """The whole trial on the worker: finding files, the backtest, the report's bytes."""
     worker: str
+    began_at: float = 0.0
+    """Epoch seconds when the worker began the trial (gaps between trials show idle time)."""
 
 
 def _where() -> str:
@@ -133,6 +135,7 @@ def _where() -> str:
 def run_trial(task: TrialTask) -> TrialOutcome:
     """Run one trial; an exception becomes a failed outcome with its message, never a raise."""
     began = time.perf_counter()
+    began_at = time.time()
     backtest_s = 0.0
     try:
         recording = (
@@ -165,6 +168,7 @@ def run_trial(task: TrialTask) -> TrialOutcome:
         backtest_s=backtest_s,
         trial_s=time.perf_counter() - began,
         worker=_where(),
+        began_at=began_at,
     )
 
 

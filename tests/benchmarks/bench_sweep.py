@@ -93,10 +93,12 @@ def serial(sweep: Any, rec: Path, trials: int) -> tuple[float, list[float]]:
     return time.perf_counter() - began, backtests
 
 
-def cluster(sweep: Any, trials: int, workers: int) -> tuple[float, float, list[float]]:
-    """(cluster start s, wall s from the cluster up to the last trial, each backtest s)."""
+def cluster(sweep: Any, trials: int, workers: int) -> tuple[float, float, list[float], list[float]]:
+    """(cluster start s, wall s from the cluster up to the last trial, each backtest s, and
+    each idle gap of a worker: from one trial's end to the start of its next)."""
     marks: dict[str, float] = {}
     backtests: list[float] = []
+    spans: dict[str, list[tuple[float, float]]] = {}
 
     def start(_done: int, _requested: int) -> None:
         marks["up"] = time.perf_counter()
@@ -104,6 +106,9 @@ def cluster(sweep: Any, trials: int, workers: int) -> tuple[float, float, list[f
     def finished(_trial: Any, outcome: Any) -> None:
         assert outcome is not None and outcome.error is None, outcome
         backtests.append(outcome.backtest_s)
+        spans.setdefault(outcome.worker, []).append(
+            (outcome.began_at, outcome.began_at + outcome.trial_s)
+        )
         marks["last"] = time.perf_counter()
 
     with tempfile.TemporaryDirectory(prefix="bench-sweep-") as out:
@@ -111,7 +116,12 @@ def cluster(sweep: Any, trials: int, workers: int) -> tuple[float, float, list[f
         run_sweep(
             sweep, Path(out), trials=trials, workers=workers, on_start=start, on_trial=finished
         )
-    return marks["up"] - began, marks["last"] - marks["up"], backtests
+    gaps = [
+        later[0] - earlier[1]
+        for runs in spans.values()
+        for earlier, later in zip(sorted(runs), sorted(runs)[1:], strict=False)
+    ]
+    return marks["up"] - began, marks["last"] - marks["up"], backtests, gaps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep = parse_sweep(text, path=ROOT / "bench-sweep.yaml", recording=rec)
 
     best_serial: tuple[float, list[float]] | None = None
-    best_cluster: tuple[float, float, list[float]] | None = None
+    best_cluster: tuple[float, float, list[float], list[float]] | None = None
     for _ in range(args.repeat):  # alternating, the best of each: the machine's load varies
         run = serial(sweep, rec, args.trials)
         if best_serial is None or run[0] < best_serial[0]:
@@ -138,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             best_cluster = other
     assert best_serial is not None and best_cluster is not None
     serial_s, serial_bt = best_serial
-    startup_s, cluster_s, cluster_bt = best_cluster
+    startup_s, cluster_s, cluster_bt, gaps = best_cluster
 
     serial_rate = args.trials / serial_s
     cluster_rate = args.trials / cluster_s
@@ -158,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{statistics.mean(cluster_bt):.3f} s mean, overhead {cluster_over * 1000:.1f} ms per "
         f"trial per worker; cluster start {startup_s:.1f} s, not counted)"
     )
+    if gaps:
+        print(
+            f"         a worker idles {statistics.mean(gaps) * 1000:.1f} ms between two trials "
+            f"(mean of {len(gaps)}; max {max(gaps) * 1000:.1f} ms)"
+        )
     verdict = "ok" if ratio >= TARGET else "BELOW TARGET"
     print(f"speed-up: {ratio:.2f}x serial (target >= {TARGET}x with 2 workers): {verdict}")
     return 0
