@@ -137,14 +137,17 @@ class Bus:
             return
         count = self._failures.get(owner, 0) + 1
         self._failures[owner] = count
+        # One line a trader reads; the traceback only when logging is at DEBUG.
         self._log.error(
-            "strategy %s: handler %s failed on %s (failure %d, stopped after %d)",
+            "strategy %s: %s raised %s: %s on %s (failure %d, stopped after %d)",
             owner,
             name,
+            type(exc).__name__,
+            exc,
             type(event).__name__,
             count,
             self.max_failures + 1,
-            exc_info=exc,
+            exc_info=exc if self._log.isEnabledFor(logging.DEBUG) else None,
         )
         if count > self.max_failures:
             self.stop_owner(owner, f"failed {count} times; last: {type(exc).__name__}: {exc}")

@@ -18,7 +18,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import msgspec
@@ -246,7 +246,7 @@ def attach(bus: Bus, strategy: Strategy) -> None:
 
     if _overrides(strategy, "on_start"):
         on_start = strategy.on_start
-        bus.subscribe(Started, lambda e: on_start(), owner=name)
+        bus.subscribe(Started, _hook(lambda e: on_start(), "on_start"), owner=name)
 
     if _overrides(strategy, "on_position"):
         on_position = strategy.on_position
@@ -255,7 +255,7 @@ def attach(bus: Bus, strategy: Strategy) -> None:
             def position_all(e: PositionChanged) -> None:
                 on_position(e.push)
 
-            bus.subscribe(PositionChanged, position_all, owner=name)
+            bus.subscribe(PositionChanged, _hook(position_all, "on_position"), owner=name)
         else:
 
             def position_some(e: PositionChanged) -> None:
@@ -263,7 +263,7 @@ def attach(bus: Bus, strategy: Strategy) -> None:
                 if push.symbol in pairs:
                     on_position(push)
 
-            bus.subscribe(PositionChanged, position_some, owner=name)
+            bus.subscribe(PositionChanged, _hook(position_some, "on_position"), owner=name)
 
     if _overrides(strategy, "on_account"):
         on_account = strategy.on_account
@@ -271,7 +271,7 @@ def attach(bus: Bus, strategy: Strategy) -> None:
         def account(e: AccountChanged) -> None:
             on_account(e.push)
 
-        bus.subscribe(AccountChanged, account, owner=name)
+        bus.subscribe(AccountChanged, _hook(account, "on_account"), owner=name)
 
     if _overrides(strategy, "on_match"):
         on_match = strategy.on_match
@@ -285,7 +285,7 @@ def attach(bus: Bus, strategy: Strategy) -> None:
                     record = msgspec.structs.replace(record, client_order_id=None, candidates=())
             on_match(record)
 
-        bus.subscribe(MatchFilled, match, owner=name)
+        bus.subscribe(MatchFilled, _hook(match, "on_match"), owner=name)
 
     if _overrides(strategy, "on_order"):
         on_order = strategy.on_order
@@ -294,7 +294,7 @@ def attach(bus: Bus, strategy: Strategy) -> None:
             if e.strategy == name:
                 on_order(e)
 
-        bus.subscribe(OrderUpdate, order, owner=name)
+        bus.subscribe(OrderUpdate, _hook(order, "on_order"), owner=name)
 
     if _overrides(strategy, "on_timer"):
         on_timer = strategy.on_timer
@@ -303,8 +303,17 @@ def attach(bus: Bus, strategy: Strategy) -> None:
             if e.strategy == name:
                 on_timer(e.name)
 
-        bus.subscribe(Timer, timer, owner=name)
+        bus.subscribe(Timer, _hook(timer, "on_timer"), owner=name)
 
     if _overrides(strategy, "on_stop"):
         on_stop = strategy.on_stop
-        bus.subscribe(Stopping, lambda e: on_stop(), owner=name)
+        bus.subscribe(Stopping, _hook(lambda e: on_stop(), "on_stop"), owner=name)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _hook(handler: _F, hook: str) -> _F:
+    """Name a dispatch closure after the hook it calls, so a failure log names the hook."""
+    handler.__qualname__ = handler.__name__ = hook
+    return handler

@@ -56,7 +56,7 @@ def test_publish_from_a_handler_is_queued_until_every_handler_saw_the_current_ev
     ]
 
 
-def test_a_failing_handler_is_logged_with_traceback_and_the_others_still_run(
+def test_a_failing_handler_is_one_line_its_traceback_at_debug_and_the_others_still_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     bus = Bus()
@@ -72,6 +72,12 @@ def test_a_failing_handler_is_logged_with_traceback_and_the_others_still_run(
     assert seen == ["t"]
     assert bus.handler_errors == 1
     assert bus.failures("bad") == 1
+    record = next(r for r in caplog.records if "bad" in r.getMessage())
+    assert "boom raised ZeroDivisionError: kaput" in record.getMessage()
+    assert record.exc_info is None  # no traceback for a trader at INFO
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="framework.bus"):
+        bus.publish(Timer("t", "s", AT))
     record = next(r for r in caplog.records if "bad" in r.getMessage())
     assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError
 
