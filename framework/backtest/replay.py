@@ -95,8 +95,13 @@ class Replayer:
         own_coins: Iterable[str] = (),
         own_matches: Iterable[int] = (),
         executor: Executor | None = None,
+        reread_ids: int = 0,
+        reread_age_ms: int = 0,
     ) -> None:
         self.clock = clock
+        # The live poller's window (config polling.reread_*): its rounds are replayed as
+        # they ran, page for page, so a match listed late is delivered when live did.
+        self._reread = (reread_ids, reread_age_ms)
         self.timeline = timeline
         self._route = route
         self._on_match = on_match
@@ -107,7 +112,7 @@ class Replayer:
         self.stats = ReplayStats()
         self._cursors: dict[str, MatchCursor] = {}
         self._rounds: dict[str, MatchRound[Any]] = {}
-        self._queries: dict[str, tuple[str, bool]] = {}
+        self._queries: dict[str, tuple[str, int | None]] = {}
         self.prices = PriceFinder()
         """The prices the recording shows, found on the way (by the scan's rules)."""
         self.finished = False
@@ -228,7 +233,8 @@ class Replayer:
         if body is None:
             stats.rest_errors += 1
             return
-        pair, paging = self._query(record.query or "")
+        pair, match_id = self._query(record.query or "")
+        paging = match_id is not None
         current = self._rounds.get(pair)
         if current is not None and not paging:
             self._finish(pair)
@@ -236,8 +242,13 @@ class Replayer:
         if current is None:
             cursor = self._cursors.get(pair)
             if cursor is None:
-                cursor = self._cursors[pair] = MatchCursor()
+                reread_ids, reread_age_ms = self._reread
+                cursor = self._cursors[pair] = MatchCursor(
+                    reread_ids=reread_ids, reread_age_ms=reread_age_ms
+                )
             current = self._rounds[pair] = cursor.start()
+            if paging:  # a page of a round this replay thinks done: read as the page it is
+                current.request_id = match_id
         try:
             page = decode_match_answer(body)
         except DecodeError:
@@ -251,12 +262,13 @@ class Replayer:
         if not current.feed(page):
             self._finish(pair)
 
-    def _query(self, query: str) -> tuple[str, bool]:
-        """(pairName, whether matchId is given) of a poll's query; polls repeat a few queries."""
+    def _query(self, query: str) -> tuple[str, int | None]:
+        """(pairName, matchId or None) of a poll's query; polls repeat a few queries."""
         found = self._queries.get(query)
         if found is None:
             params = dict(parse_qsl(query))
-            found = (params.get("pairName", ""), "matchId" in params)
+            raw = params.get("matchId")
+            found = (params.get("pairName", ""), int(raw) if raw and raw.isdigit() else None)
             if len(self._queries) < 4096:
                 self._queries[query] = found
         return found
@@ -268,6 +280,8 @@ class Replayer:
         own = self.own_matches
         stats = self.stats
         found: Sequence[MatchRecord] = current.new_matches()  # the cursor moves past them all
+        for match in found:
+            cursor.deliver(match.id)
         if own:
             kept = [m for m in found if m.id not in own]
             stats.matches_superseded += len(found) - len(kept)
@@ -276,9 +290,7 @@ class Replayer:
         for match in found:
             stats.matches_delivered += 1
             on_match(match)
-        after = current.cursor_after()
-        if after is not None:
-            cursor.advance(after)
+        cursor.close(current)
 
 
 class Executor(Protocol):

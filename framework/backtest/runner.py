@@ -329,6 +329,8 @@ class Backtest:
             own_coins={coins.get(p) or p for p in index.own_pairs} if supersede else (),
             own_matches=index.own_match_ids if supersede else (),
             executor=executor,
+            reread_ids=config.polling.reread_ids,
+            reread_age_ms=int(config.polling.reread_age_s * 1000),
         )
         paper.start_prices(partial(timeline.at, rank=PRICES))
 

@@ -240,3 +240,21 @@ def test_a_paused_repeating_callback_resumes_at_its_next_time_after_now() -> Non
     repeat.resume()  # twice: still one run booked
     timeline.run_until(80)
     assert ran == [0, 10, 20, 60, 70, 80]
+
+
+def test_a_match_listed_late_is_delivered_by_the_replay_as_the_live_window_did(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.jsonl"
+    q = "pageSize=5&pairName=ETH-USD"
+    with RecordingWriter(path, append=False) as w:
+        w.write_rest(1, MATCHES_PATH, q, page(3))  # first start: after match 3
+        w.write_rest(2, MATCHES_PATH, q, page(6, 4, 3))  # 5 matched, not listed yet
+        w.write_rest(3, MATCHES_PATH, q, page(6, 5, 4, 3))  # 5 listed late, below 6
+    delivered = {}
+    for window in (0, 60_000):
+        h = Harness(reread_age_ms=window)
+        h.run(path)
+        delivered[window] = [(t, e.match.id) for t, e in h.seen if isinstance(e, MatchFilled)]
+    assert delivered[60_000] == [(2, 4), (2, 6), (3, 5)]  # as the live poller's window did
+    assert delivered[0] == [(2, 4), (2, 6)]  # without a window, 5 would be lost
