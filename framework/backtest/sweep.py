@@ -384,9 +384,7 @@ def run_sweep(
         capacity, count = _capacity(client)
         if on_start is not None:
             on_start(done, requested)
-        # Results are fetched as each trial ends (with_results): a result left on a worker
-        # that then dies would be lost, and Dask would run the trial again.
-        futures = as_completed(with_results=True, raise_errors=False)
+        futures = as_completed()
 
         def ask() -> Asked:
             trial = study.ask(dists)
@@ -410,12 +408,12 @@ def run_sweep(
 
         try:
             submit()
-            for future, result in futures:
+            for future in futures:
                 trial, params = pending.pop(future)
                 done += 1
                 ran += 1
                 submit()  # first: the worker idles until its next trial arrives
-                outcome = _record(study, sweep, out, result, trial, params)
+                outcome = _record(study, sweep, out, _result(future), trial, params)
                 if on_trial is not None:
                     on_trial(study._storage.get_trial(trial._trial_id), outcome)
                 capacity, count = _capacity(client)
@@ -445,27 +443,36 @@ def run_sweep(
     )
 
 
+def _result(future: Future[TrialOutcome]) -> TrialOutcome | BaseException:
+    """A finished trial's outcome, or why Dask could not run it (e.g. KilledWorker).
+
+    A result lost with its worker after the trial ended is computed again by Dask, and
+    waited for here (Future.status alone would say "pending").
+    """
+    try:
+        return future.result()
+    except Exception as exc:
+        return exc
+    finally:
+        future.release()
+
+
 def _record(
     study: optuna.Study,
     sweep: SweepConfig,
     out: Path,
-    result: Any,
+    result: TrialOutcome | BaseException,
     trial: optuna.trial.Trial,
     params: dict[str, Any],
 ) -> TrialOutcome | None:
-    """Tell the study how a trial ended; write its report.json when it ran.
-
-    result is the trial's TrialOutcome, or what Dask gives for a task that failed (its
-    ``(type, exception, traceback)``, e.g. KilledWorker when workers died running it).
-    """
+    """Tell the study how a trial ended; write its report.json when it ran."""
     outcome: TrialOutcome | None = None
     error: str | None = None
     if isinstance(result, TrialOutcome):
         outcome = result
         error = outcome.error
     else:
-        exc = result[1] if isinstance(result, tuple) and len(result) == 3 else result
-        error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        error = f"{type(result).__name__}: {' '.join(str(result).split())}"
     trial.set_user_attr("params", params)
     if outcome is not None:
         trial.set_user_attr("worker", outcome.worker)
