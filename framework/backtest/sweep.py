@@ -8,8 +8,10 @@ Optuna does. A hand-written process pool or optimiser would be worse at both.
 
 :func:`run_sweep` keeps as many trials in flight as the cluster has threads (no more: a
 worker that dies takes only what it was running with it). Optuna's ask/tell interface picks
-each one's parameters, a Dask future runs it (:func:`.sweep_trial.run_trial`); as each
-finishes, its score is told to the study (an RDB storage: ``sweep.db``, SQLite, in the output
+each one's parameters, one trial ahead, and a Dask future runs it
+(:func:`.sweep_trial.run_trial`). As the scheduler reports one finished, the next is
+submitted at once (a worker idles only for that round trip); then the finished trial's
+result is fetched, its score told to the study (an RDB storage: ``sweep.db``, SQLite, in the output
 directory) and its report.json written to ``trials/NNNNN/``. trials.csv, best.yaml and
 sweep.html are written from the study when the sweep ends (:mod:`.sweep_report`). A trial
 that raises, or whose worker died, is told FAIL with its message and the sweep goes on.
