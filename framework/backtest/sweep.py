@@ -11,8 +11,8 @@ worker that dies takes only what it was running with it). Optuna's ask/tell inte
 each one's parameters, one trial ahead, and a Dask future runs it
 (:func:`.sweep_trial.run_trial`). As the scheduler reports one finished, the next is
 submitted at once (a worker idles only for that round trip); then the finished trial's
-result is fetched, its score told to the study (an RDB storage: ``sweep.db``, SQLite, in the output
-directory) and its report.json written to ``trials/NNNNN/``. trials.csv, best.yaml and
+result is fetched, its score told to the study (an RDB storage: ``sweep.db``, SQLite, in
+the output directory) and its report.json written to ``trials/NNNNN/``. trials.csv, best.yaml and
 sweep.html are written from the study when the sweep ends (:mod:`.sweep_report`). A trial
 that raises, or whose worker died, is told FAIL with its message and the sweep goes on.
 Ctrl-C cancels what is in flight, marks it interrupted and queues its parameters again:
