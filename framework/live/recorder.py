@@ -7,6 +7,10 @@ per line and per inbound message, in arrival order::
     {"ts": <epoch ms>, "source": "rest", "path": "<endpoint path>",
      "query": "<query string without timestamp>", "body": "<raw response text>"}
 
+A newest-page match-list answer (no ``matchId``) equal to the last one written for its query,
+but for its ``sid``, is not written: it carries no information, and the replay reads the gap
+as that same answer (nothing new to deliver). Readers of older recordings are unaffected.
+
 Only what came in is written: frames and response bodies, plus the request's path and query
 (which carry no signature: that travels in headers). Values the node knows to be secret
 (API key, API secret) are replaced by ``***`` wherever they would appear, and credential
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,7 +37,11 @@ from typing import Any, Final
 
 import orjson
 
+from framework.venue.requests import MATCHES_PATH
+
 __all__ = ["CREDENTIAL_KEYS", "Recorder", "RecordingWriter"]
+
+_SID: Final = re.compile(rb'"sid"\s*:\s*("[^"]*"|\d+|null)')
 
 log = logging.getLogger("framework.recorder")
 
@@ -186,11 +195,17 @@ class Recorder:
         now_ms: Callable[[], int],
         redact: Sequence[str] = (),
         flush_every: int = 1,
+        dedupe: bool = True,
     ) -> None:
         self.writer = RecordingWriter(path, append=True, flush_every=flush_every, redact=redact)
         self._now_ms = now_ms
         self.errors = 0
         self.failed = False
+        self.dedupe = dedupe
+        self.skipped = 0
+        """Match-list answers not written: the same as the last one of their query."""
+        self.skipped_bytes = 0
+        self._last_page: dict[str, bytes] = {}  # newest-page query -> its last answer, sid out
         log.info("recording to %s", self.writer.path)
 
     def redact(self, *values: str) -> None:
@@ -217,9 +232,22 @@ class Recorder:
             self._failed(exc)
 
     def on_rest(self, path: str, query: str, body: bytes) -> None:
-        """RestClient observer: record one answer (path, query without timestamp, body)."""
+        """RestClient observer: record one answer (path, query without timestamp, body).
+
+        A newest-page match-list answer equal to the last one of its query (but for its
+        ``sid``) is not written: it carries no information, and a replay reads the gap as
+        that same answer (it would deliver nothing new). About 98% of a recording was such
+        pages.
+        """
         if self.failed:
             return
+        if self.dedupe and path == MATCHES_PATH and "matchId=" not in query:
+            key = _SID.sub(b"", body)
+            if self._last_page.get(query) == key:
+                self.skipped += 1
+                self.skipped_bytes += len(body)
+                return
+            self._last_page[query] = key  # one entry per pair and page size
         try:
             self.writer.write_rest(self._now_ms(), path, query, body)
         except (OSError, ValueError) as exc:
@@ -232,7 +260,16 @@ class Recorder:
         except OSError as exc:
             self._failed(exc)
         else:
-            log.info("recording closed", extra={"path": str(self.path), "lines": self.lines})
+            log.info(
+                "recording closed",
+                extra={
+                    "path": str(self.path),
+                    "lines": self.lines,
+                    "bytes": self.writer.bytes_written,
+                    "repeated_pages_skipped": self.skipped,
+                    "skipped_bytes": self.skipped_bytes,
+                },
+            )
 
     def _failed(self, exc: Any) -> None:
         self.errors += 1

@@ -258,3 +258,30 @@ def test_a_match_listed_late_is_delivered_by_the_replay_as_the_live_window_did(
         delivered[window] = [(t, e.match.id) for t, e in h.seen if isinstance(e, MatchFilled)]
     assert delivered[60_000] == [(2, 4), (2, 6), (3, 5)]  # as the live poller's window did
     assert delivered[0] == [(2, 4), (2, 6)]  # without a window, 5 would be lost
+
+
+def test_a_recording_without_repeated_pages_replays_as_the_full_one(tmp_path: Path) -> None:
+    from framework.live.recorder import Recorder
+
+    q = "pageSize=2&pairName=ETH-USD"
+    answers = [  # (ts, query, ids): polls every 10 ms, a page of two, one round paging
+        (10, q, (3, 2)), (20, q, (3, 2)), (30, q, (5, 4)), (30, "matchId=4&" + q, (3, 2)),
+        (40, q, (5, 4)), (50, q, (5, 4)), (60, q, (7, 6)), (60, "matchId=6&" + q, (5, 4)),
+        (70, q, (7, 6)),
+    ]  # fmt: skip
+    delivered = []
+    for dedupe in (False, True):
+        path = tmp_path / f"r{dedupe}.jsonl"
+        now = [0]
+        recorder = Recorder(path, now_ms=lambda n=now: n[0], dedupe=dedupe)
+        for sid, (ts, query, ids) in enumerate(answers):
+            now[0] = ts
+            body = orjson.dumps(wire.envelope(200, "SUCCESS", [match(i) for i in ids], sid))
+            recorder.on_rest(MATCHES_PATH, query, body)
+        recorder.close()
+        h = Harness()
+        h.run(path)
+        delivered.append([(t, e.match.id) for t, e in h.seen if isinstance(e, MatchFilled)])
+        if dedupe:
+            assert recorder.skipped == 4
+    assert delivered[0] == delivered[1] == [(30, 4), (30, 5), (60, 6), (60, 7)]

@@ -214,3 +214,24 @@ def test_record_command_writes_a_replayable_recording(
     assert DEMO_API_KEY.encode() not in raw and DEMO_PRIVATE_KEY.encode() not in raw
     assert record_main(["-c", str(config), "--out", str(out), "--duration", "0.5"]) == 1
     assert "exists" in capsys.readouterr().err
+
+
+def test_a_match_page_like_the_last_one_of_its_query_is_not_written_again(tmp_path: Path) -> None:
+    from framework.live.recorder import Recorder
+    from framework.venue.requests import MATCHES_PATH
+
+    newest = "pageSize=50&pairName=ETH-USD"
+    paging = "matchId=9&pageSize=50&pairName=ETH-USD"
+    same = '{"error":false,"code":200,"msg":"SUCCESS","data":[{"id":9}],"sid":"%d"}'
+    recorder = Recorder(tmp_path / "r.jsonl", now_ms=lambda: 1)
+    for sid in range(1, 6):  # five polls, nothing new: only the first is kept (sid aside)
+        recorder.on_rest(MATCHES_PATH, newest, (same % sid).encode())
+    recorder.on_rest(MATCHES_PATH, paging, (same % 6).encode())  # paging: always written
+    recorder.on_rest(MATCHES_PATH, paging, (same % 7).encode())
+    changed = '{"error":false,"code":200,"msg":"SUCCESS","data":[{"id":10},{"id":9}],"sid":"8"}'
+    recorder.on_rest(MATCHES_PATH, newest, changed.encode())
+    recorder.on_rest(MATCHES_PATH, newest, (same % 9).encode())  # differs from the last: kept
+    recorder.close()
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    assert len(lines) == 5 and recorder.skipped == 4
+    assert recorder.skipped_bytes == sum(len((same % sid).encode()) for sid in range(2, 6))
