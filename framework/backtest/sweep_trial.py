@@ -47,8 +47,9 @@ _SHIPPED_DIR = "perpframe-files"
 
 def report_bytes(results: Any) -> bytes:
     """report.json's bytes, exactly as :func:`framework.backtest.report.write_report` writes."""
-    # The same dump as write_report (framework/backtest/report.py, not ours to edit): the
-    # sweep tests compare trial reports with `run.py backtest`'s byte for byte.
+    # write_report does this dump inline, then renders report.html (~5 MB, plotly inlined),
+    # which a trial does not need; the sweep tests compare trial reports with those of
+    # `run.py backtest` byte for byte, so the two cannot drift apart unnoticed.
     return orjson.dumps(results, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
 
 
