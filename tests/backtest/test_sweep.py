@@ -44,6 +44,7 @@ strategies:
 logging: {level: WARNING}
 backtest:
   paper: {balances: {USD: "100000"}}
+  %(extra)s
 """
 
 # A strategy module only the sweep can bring to the workers (they run elsewhere).
@@ -98,10 +99,14 @@ def shared_cluster() -> Iterator[str]:
         yield str(cluster.scheduler_address)
 
 
-def _setup(tmp_path: Path, module: str, sweep: str) -> Path:
+def _backtest(module: str, extra: str = "") -> str:
+    return BACKTEST % {"module": module, "extra": extra}
+
+
+def _setup(tmp_path: Path, module: str, sweep: str, extra: str = "") -> Path:
     """A directory holding the strategy module, backtest.yaml and sweep.yaml."""
     (tmp_path / f"{module}.py").write_text(FLAKY, encoding="utf-8")
-    (tmp_path / "backtest.yaml").write_text(BACKTEST % {"module": module}, encoding="utf-8")
+    (tmp_path / "backtest.yaml").write_text(_backtest(module, extra), encoding="utf-8")
     (tmp_path / "sweep.yaml").write_text(sweep, encoding="utf-8")
     return tmp_path / "sweep.yaml"
 
@@ -115,13 +120,13 @@ def _value(text: str) -> Any:
     return yaml.safe_load(text)  # trials.csv holds values as YAML would spell them
 
 
-def _check_reports(tmp_path: Path, module: str, recording: Path, out: Path) -> int:
+def _check_reports(tmp_path: Path, module: str, recording: Path, out: Path, extra: str = "") -> int:
     """Each complete trial's report.json equals run.py backtest's with its params; count."""
     compared = 0
     for row in _rows(out):
         if row["state"] != "complete":
             continue
-        config = yaml.safe_load(BACKTEST % {"module": module})
+        config = yaml.safe_load(_backtest(module, extra))
         by_name = {s["name"]: s for s in config["strategies"]}
         for key, text in row.items():
             name, dot, param = key.partition(".")
@@ -291,7 +296,18 @@ params:
 def test_sweep_on_a_dask_scheduler_and_two_worker_processes(
     tmp_path: Path, recording: Path, dask_cluster: str
 ) -> None:
-    sweep = _setup(tmp_path, "flaky_remote", RANDOM)
+    # A price track too: like the recording, it reaches the workers from the client.
+    prices = tmp_path / "prices.csv"
+    prices.write_text(
+        "ts,ETH-USD,BTC-USD\n"
+        + "".join(
+            f"{1_700_000_000_000 + i * 1000},{2000 + i % 7},{60000 + 10 * (i % 5)}\n"
+            for i in range(120)
+        ),
+        encoding="utf-8",
+    )
+    extra = f"prices_csv: {prices}"
+    sweep = _setup(tmp_path, "flaky_remote", RANDOM, extra)
     out = tmp_path / "out"
     argv = [
         "-c",
@@ -308,7 +324,10 @@ def test_sweep_on_a_dask_scheduler_and_two_worker_processes(
     assert [r["state"] for r in rows] == ["complete"] * 3, rows
     assert len({r["worker"] for r in rows}) >= 1
     assert all(r["worker"].startswith("tcp://127.0.0.1:") for r in rows)
-    assert _check_reports(tmp_path, "flaky_remote", recording, out) == 3
+    assert _check_reports(tmp_path, "flaky_remote", recording, out, extra) == 3
+    # What the workers were sent, in their own local directories (they run elsewhere).
+    sent = {p.name for p in (tmp_path / "workers").rglob("*") if p.is_file()}
+    assert {"flaky_remote.py", "tiny.jsonl.gz", "prices.csv"} <= sent, sent
 
 
 RESUMABLE = """\
