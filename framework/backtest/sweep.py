@@ -231,6 +231,9 @@ def _requeue_stale(study: optuna.Study) -> None:
 def _interrupt(
     study: optuna.Study, number: int, trial_id: int, params: dict[str, Any], why: str
 ) -> None:
+    """Fail a trial that did not run to its end as interrupted and queue its params again."""
+    # Optuna's public API sets user attributes only through a live Trial; a trial left
+    # RUNNING by another process is reached through the storage, by its trial id.
     storage = study._storage
     storage.set_trial_user_attr(trial_id, "interrupted", True)
     storage.set_trial_user_attr(trial_id, "error", why)
