@@ -45,6 +45,7 @@ __all__ = [
     "Space",
     "SweepConfig",
     "SweepFile",
+    "WorkerSettings",
     "load_sweep_config",
     "lookup",
     "parse_sweep",
@@ -160,6 +161,7 @@ class Range:
 
 
 Space = Choice | Range
+"""One parameter's search space."""
 
 
 @attrs.frozen(kw_only=True)
