@@ -35,7 +35,7 @@ from framework.cli import add_strategy_dirs
 from framework.config import Config
 from framework.venue.errors import ConfigError, FrameworkError
 
-__all__ = ["backtest_main", "record_main", "recording_problem", "run_backtest"]
+__all__ = ["StrategiesFailed", "backtest_main", "record_main", "recording_problem", "run_backtest"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -85,8 +85,11 @@ def backtest_main(argv: list[str]) -> int:
     configure_logging(
         level=config.logging.level, json=config.logging.json, secrets=config.secrets()
     )
+    failed: StrategiesFailed | None = None
     try:
         result = run_backtest(config, settings, recording, progress=True, virtual_log_time=True)
+    except StrategiesFailed as exc:  # the report is still written: what they did before
+        failed, result = exc, exc.result
     except (FrameworkError, OSError) as exc:
         print(f"backtest: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_FAILED
@@ -97,6 +100,9 @@ def backtest_main(argv: list[str]) -> int:
         title=f"Backtest of {Path(recording).name} ({Path(args.config).name})",
     )
     _print_summary(result, json_path, html_path)
+    if failed is not None:
+        print(f"backtest: {failed}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -115,7 +121,23 @@ def run_backtest(
     """
     backtest = Backtest(config, recording, settings)
     with _virtual_log_time(backtest) if virtual_log_time else _nothing():
-        return _run_with_progress(backtest) if progress else backtest.run()
+        result = _run_with_progress(backtest) if progress else backtest.run()
+    stopped = [s.name for s in result.strategies if s.stopped]
+    if stopped:  # its figures are not the strategy's: it stopped trading when it failed
+        raise StrategiesFailed(result, stopped)
+    return result
+
+
+class StrategiesFailed(FrameworkError):
+    """A backtest in which strategies were stopped for failing; ``result`` holds its run."""
+
+    def __init__(self, result: BacktestResult, names: list[str]) -> None:
+        self.result = result
+        self.names = names
+        super().__init__(
+            f"strategies stopped for failing: {', '.join(names)} (their hooks raised; the"
+            " log says which and why): the figures are not those of the strategy"
+        )
 
 
 @contextmanager

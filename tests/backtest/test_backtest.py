@@ -381,3 +381,32 @@ def test_log_lines_of_a_backtest_carry_virtual_time(own_recording: Path, tmp_pat
         stamp = datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
         assert recorded <= stamp < recorded + timedelta(days=1), line  # the recording's day
     assert abs(datetime.now(UTC) - recorded) > timedelta(days=1)  # which is not today
+
+
+def test_a_backtest_whose_strategy_failed_exits_1_with_one_line_and_still_reports(
+    own_recording: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "faulty.py").write_text(
+        "from framework import Strategy\n\n\n"
+        "class Faulty(Strategy):\n"
+        '    """Raises on every timer: stopped for failing."""\n\n'
+        "    def on_start(self) -> None:\n"
+        '        self.schedule("t", 0.5)\n\n'
+        "    def on_timer(self, name: str) -> None:\n"
+        '        raise ValueError("oops")\n'
+    )
+    config = tmp_path / "faulty.yaml"
+    config.write_text(
+        "venue: {embedded: true}\npairs:\n  ETH-USD: {}\nstrategies:\n"
+        "  - name: faulty\n    class: faulty:Faulty\n    params: {pair: ETH-USD}\n"
+        "logging: {level: WARNING}\n"
+    )
+    done = backtest_command(config, own_recording, tmp_path / "r")
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("backtest:")]
+    assert lines == [
+        "backtest: strategies stopped for failing: faulty (their hooks raised; the log says"
+        " which and why): the figures are not those of the strategy"
+    ]
+    assert "Traceback" not in done.stderr
+    assert (tmp_path / "r" / "report.json").is_file()
