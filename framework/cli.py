@@ -60,8 +60,17 @@ def add_strategy_dirs(config_path: str | Path | None = None) -> None:
             sys.path.append(entry)
 
 
+_PROG = ["perpframe"]
+
+
+def program(command: str) -> str:
+    """A subcommand's name as the user called it (``perpframe live`` or ``run.py live``)."""
+    return f"{_PROG[0]} {command}"
+
+
 def main(argv: list[str], prog: str = "perpframe") -> int:
     """Dispatch to the command's main(argv) and return its exit status."""
+    _PROG[0] = prog
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage(prog))
         return 0

@@ -31,7 +31,7 @@ from framework.backtest.runner import (
     BacktestSettings,
     load_backtest_config,
 )
-from framework.cli import add_strategy_dirs
+from framework.cli import add_strategy_dirs, program
 from framework.config import Config
 from framework.venue.errors import ConfigError, FrameworkError
 
@@ -49,7 +49,7 @@ def _print_problems(exc: ConfigError) -> None:
 def backtest_main(argv: list[str]) -> int:
     """``run.py backtest -c FILE [--recording PATH] [--report DIR]``; 0 when it ran."""
     parser = argparse.ArgumentParser(
-        prog="run.py backtest",
+        prog=program("backtest"),
         description="Replay a recording through the configured strategies on a paper venue.",
     )
     parser.add_argument("-c", "--config", required=True, metavar="FILE", help="YAML config")
@@ -231,7 +231,7 @@ def _print_summary(result: BacktestResult, json_path: Path, html_path: Path) -> 
 def record_main(argv: list[str]) -> int:
     """``run.py record -c FILE --out PATH [--duration S] [--append]``: live node + recorder."""
     parser = argparse.ArgumentParser(
-        prog="run.py record",
+        prog=program("record"),
         description="Run the node as `live` does and record every inbound message.",
     )
     parser.add_argument("-c", "--config", required=True, metavar="FILE", help="YAML config")

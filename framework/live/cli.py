@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
-from framework.cli import add_strategy_dirs
+from framework.cli import add_strategy_dirs, program
 from framework.config import Config, load_config
 from framework.live.logs import configure_logging, redact
 from framework.venue.errors import ConfigError
@@ -74,7 +74,7 @@ def _load(path: str) -> Config | None:
 
 def check_main(argv: list[str]) -> int:
     """Validate a config file; 0 when it can run, 1 with one problem per line otherwise."""
-    args = _parser("run.py check", "Validate a daemon configuration file.").parse_args(argv)
+    args = _parser(program("check"), "Validate a daemon configuration file.").parse_args(argv)
     config = _load(args.config)
     if config is None:
         return EXIT_FAILED
@@ -133,7 +133,7 @@ def summary_line(summary: dict[str, Any]) -> str:
 
 def live_main(argv: list[str]) -> int:
     """Run the daemon; prints ``summary {json}`` last and returns 0 after a graceful stop."""
-    parser = _parser("run.py live", "Run the configured strategies until Ctrl-C.")
+    parser = _parser(program("live"), "Run the configured strategies until Ctrl-C.")
     parser.add_argument(
         "--duration", type=_positive, metavar="S", help="stop by itself after S seconds"
     )

@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from framework.cli import program
 from framework.twin.demo import DEMO_ADDRESS, DEMO_API_KEY
 from framework.twin.server import VenueTwin
 from framework.twin.settings import AccountSettings, TwinSettings, load_settings
@@ -57,7 +58,7 @@ def _amount(text: str) -> Decimal:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``run.py venue``."""
     parser = argparse.ArgumentParser(
-        prog="run.py venue",
+        prog=program("venue"),
         description="Serve the venue twin: a local exchange speaking the venue's private REST and "
         "WebSocket API (see the README, The venue twin).",
     )
