@@ -17,16 +17,16 @@ too (a backtest has no venue): a config written for a real venue, its credential
 from __future__ import annotations
 
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-import cattrs
 import yaml
 
 from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue
@@ -47,6 +47,7 @@ from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountBalance
+from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
 
 __all__ = [
     "Backtest",
@@ -92,37 +93,7 @@ class BacktestSettings:
 # ------------------------------------------------------------------------------ config
 
 
-def _converter() -> cattrs.Converter:
-    conv = cattrs.Converter(forbid_extra_keys=True)
 
-    def decimal(value: Any, _type: Any) -> Decimal:
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise ValueError(f"expected a decimal, got {value!r}")
-        try:
-            result = Decimal(str(value).strip())
-        except InvalidOperation:
-            raise ValueError(f"expected a decimal, got {value!r}") from None
-        if not result.is_finite():
-            raise ValueError(f"expected a finite decimal, got {value!r}")
-        return result
-
-    def integer(value: Any, _type: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected an integer, got {value!r}")
-        return value
-
-    def text(value: Any, _type: Any) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string, got {value!r}")
-        return value
-
-    conv.register_structure_hook(Decimal, decimal)
-    conv.register_structure_hook(int, integer)
-    conv.register_structure_hook(str, text)
-    return conv
-
-
-_CONVERTER = _converter()
 
 
 def _split_section(text: str, name: str = "backtest") -> tuple[str, Any, int | None]:
@@ -159,30 +130,41 @@ def load_backtest_config(
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    stripped, section, line = _split_section(text)
+    stripped, section, _line = _split_section(text)
     if not venue:
         stripped = _split_section(stripped, "venue")[0]
     config = parse_config(stripped, source=source, venue_used=venue)
-    return config, backtest_settings(section, source=f"{source}: backtest (line {line})")
+    if section is None:
+        return config, BacktestSettings()
+    # The section alone, at its own lines: the one strict converter locates every error.
+    only = "".join(
+        line if kept == "\n" and line != kept else "\n"
+        for line, kept in zip(
+            text.splitlines(keepends=True), _split_section(text)[0].splitlines(keepends=True),
+            strict=True,
+        )
+    )
+    return config, backtest_settings_from_text(only, source=source)
 
 
-def backtest_settings(section: Any, *, source: str = "backtest") -> BacktestSettings:
+def backtest_settings_from_text(text: str, *, source: str = "<config>") -> BacktestSettings:
+    """The ``backtest:`` section of a YAML text, or ConfigProblems naming path and line."""
+    data, lines = read_yaml(text, source=source, env=os.environ)
+    return backtest_settings(data.get("backtest"), lines=lines, source=source)
+
+
+def backtest_settings(
+    section: Any, *, lines: LineMap | None = None, source: str = "backtest"
+) -> BacktestSettings:
     """Structure a ``backtest:`` mapping (None: every default) or raise ConfigError."""
     if section is None:
         return BacktestSettings()
     if not isinstance(section, Mapping):
-        raise ConfigError(f"{source}: expected a mapping of settings")
-    data = dict(section)
-    if isinstance(data.get("price_sources"), list):
-        data["price_sources"] = tuple(data["price_sources"])
+        raise ConfigError(f"{source}: backtest: expected a mapping of settings")
     try:
-        return _CONVERTER.structure(data, BacktestSettings)
-    except Exception as exc:
-        if isinstance(exc, cattrs.BaseValidationError):
-            problems = cattrs.transform_error(exc, path="backtest")
-        else:
-            problems = [str(exc)]
-        raise ConfigError(f"{source}: invalid settings:\n  " + "\n  ".join(problems)) from None
+        return structure(dict(section), BacktestSettings, lines=lines, at=("backtest",))
+    except ConfigProblems as exc:
+        raise ConfigProblems([f"{source}: {problem}" for problem in exc.problems]) from None
 
 
 # ------------------------------------------------------------------------------ runner

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -229,6 +230,9 @@ def test_a_bad_backtest_section_is_reported_with_its_key(
     assert backtest_main(["-c", str(path), "--recording", "x"]) == 1
     err = capsys.readouterr().err
     assert "backtest.paper.fill_price" in err and "lever" in err
+    # one line per problem, each located, as every other config error
+    lines = [line for line in err.splitlines() if "backtest.paper." in line]
+    assert len(lines) == 2 and all(re.search(r"\(line \d+\)$", line) for line in lines)
 
 
 def test_the_backtest_section_does_not_disturb_the_live_config(tmp_path: Path) -> None:
