@@ -158,3 +158,25 @@ def test_record_and_backtest_find_strategy_modules_as_check_does(tmp_path: Path)
     assert "not found" not in tested.stderr
     assert "orders: submitted" in tested.stdout
     assert (tmp_path / "rep" / "report.json").is_file()
+
+
+def test_record_skips_repeated_match_pages_and_the_recording_backtests(tmp_path: Path) -> None:
+    assert perpframe("new-strategy", "quiet", cwd=tmp_path).returncode == 0
+    config = tmp_path / "quiet.yaml"
+    text = config.read_text().replace("match_interval_s: 0.5", "match_interval_s: 0.1")
+    config.write_text(text.replace("trade: true", "trade: false"))  # polls that find nothing
+    out = tmp_path / "q.jsonl"
+    recorded = perpframe(
+        "record", "-c", "quiet.yaml", "--out", str(out), "--duration", "2", cwd=tmp_path
+    )
+    assert recorded.returncode == 0, recorded.stderr[-2000:]
+    closed = [line for line in recorded.stderr.splitlines() if "recording closed" in line]
+    assert len(closed) == 1, recorded.stderr[-2000:]
+    skipped = int(closed[0].split("repeated_pages_skipped=")[1].split()[0])
+    assert skipped >= 5  # about 20 polls of one pair, all the same empty page
+    assert sum("selectContractMatchPairList" in line for line in out.read_text().splitlines()) < 5
+    tested = perpframe(
+        "backtest", "-c", "quiet.yaml", "--recording", str(out), "--report", "rep", cwd=tmp_path
+    )
+    assert tested.returncode == 0, tested.stderr[-2000:]
+    assert (tmp_path / "rep" / "report.json").is_file()
