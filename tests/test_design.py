@@ -116,3 +116,12 @@ def test_tests_have_one_wait_helper() -> None:
         if definition.search(path.read_text(encoding="utf-8"))
     ]
     assert defined == ["tests/waiting.py"], f"eventually() defined in {defined}"
+
+
+def test_pytest_runs_with_strict_markers_and_warnings_as_errors() -> None:
+    import tomllib
+
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    ini = options["ini_options"]
+    assert "--strict-markers" in ini["addopts"].split()
+    assert ini["filterwarnings"][0] == "error"
