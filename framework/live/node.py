@@ -44,28 +44,24 @@ import attrs
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.config import Config
-from framework.engine.bus import Bus
 from framework.engine.clock import Clock
 from framework.engine.events import (
     ConnectionChanged,
-    MatchFilled,
-    OrderUpdate,
-    PositionsSynced,
     Timer,
 )
 from framework.engine.execution import ExecutionEngine
-from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.intents import OrderIntent
 from framework.engine.kernel import Kernel
-from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor, build_execution
 from framework.live.journal import Journal
-from framework.live.metrics import Amounts, Feeds, Metrics, portfolio_feeds, serve_metrics
+from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metrics
 from framework.live.poller import MatchPoller
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.stream import RestResync, StreamClient
+from framework.live.trading import TradingState
 from framework.live.wallclock import WallClock
 from framework.venue.errors import AuthError, ConfigError, FrameworkError, SendFailed
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
@@ -99,83 +95,6 @@ class FatalError(FrameworkError):
 class _Tallies:
     pushes: int = 0
     matches: int = 0
-
-
-class TradingState:
-    """Per pair: this node's realized PnL and fees, unrealized PnL, resting orders.
-
-    Realized PnL and fees add up ``profit_loss`` and ``trade_fee`` of this node's own matches
-    (external ones left out); unrealized PnL is the sum of ``unrealized_pnl`` of the pair's
-    last REST position snapshot (taken at start-up and after every reconnect: it is not
-    marked to market in between), 0 while the pair has no open position; resting orders are the limit orders the venue accepted
-    that the engine still holds as ACCEPTED (not yet filled).
-    """
-
-    def __init__(self, pairs: list[str]) -> None:
-        self.pairs = pairs
-        self.realized: dict[str, Decimal] = {}
-        self.fees: dict[str, Decimal] = {}
-        self.unrealized: dict[str, Decimal | None] = {}
-        self._accepted: dict[str, set[str]] = {pair: set() for pair in pairs}
-        self._status: Callable[[str], OrderStatus | None] = lambda client_order_id: None
-        self._portfolio: Portfolio | None = None
-
-    def follow(
-        self, bus: Bus, portfolio: Portfolio, status: Callable[[str], OrderStatus | None]
-    ) -> None:
-        """Subscribe to the bus (as infrastructure); status is the engine's view of an intent."""
-        self._status = status
-        self._portfolio = portfolio
-        bus.subscribe(MatchFilled, self.on_match)
-        bus.subscribe(OrderUpdate, self.on_order)
-        bus.subscribe(PositionsSynced, self.on_positions)
-
-    def on_match(self, event: MatchFilled) -> None:
-        """Add an own match's profit_loss and trade_fee to its pair."""
-        match = event.match
-        if event.external or match.symbol is None:
-            return
-        pair = match.symbol
-        if match.profit_loss is not None:
-            self.realized[pair] = self.realized.get(pair, Decimal(0)) + match.profit_loss
-        if match.trade_fee is not None:
-            self.fees[pair] = self.fees.get(pair, Decimal(0)) + match.trade_fee
-
-    def on_order(self, update: OrderUpdate) -> None:
-        """Note an accepted limit order (it may rest on the book until filled)."""
-        intent = update.intent
-        if update.status is OrderStatus.ACCEPTED and intent is not None and not intent.is_market:
-            self._accepted.setdefault(intent.pair, set()).add(update.client_order_id)
-
-    def on_positions(self, event: PositionsSynced) -> None:
-        """Keep the snapshot's unrealized PnL of the pair (None when the venue gave none)."""
-        values = [p.unrealized_pnl for p in event.positions if p.unrealized_pnl is not None]
-        if values or not event.positions:
-            self.unrealized[event.pair] = sum(values, Decimal(0))
-        else:
-            self.unrealized[event.pair] = None
-
-    def resting(self) -> dict[str, int]:
-        """Pair -> accepted limit orders not filled yet."""
-        out = {}
-        for pair, ids in self._accepted.items():
-            ids.difference_update([i for i in ids if self._status(i) is not OrderStatus.ACCEPTED])
-            out[pair] = len(ids)
-        return out
-
-    def _open(self, pair: str) -> bool:
-        return self._portfolio is None or self._portfolio.net_quantity(pair) != 0
-
-    def pnl(self) -> dict[str, Amounts]:
-        """Pair -> realized, unrealized (None when unknown) and fees."""
-        return {
-            pair: {
-                "realized": self.realized.get(pair, Decimal(0)),
-                "unrealized": self.unrealized.get(pair) if self._open(pair) else Decimal(0),
-                "fees": self.fees.get(pair, Decimal(0)),
-            }
-            for pair in self.pairs
-        }
 
 
 class Node:
