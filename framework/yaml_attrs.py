@@ -15,6 +15,7 @@ key are never quoted in a message.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import date, datetime
@@ -352,6 +353,17 @@ def _make_converter() -> cattrs.Converter:
 _CONVERTER: Final = _make_converter()
 
 
+def _unknown_key(key: str, cls: Any) -> str:
+    """'unknown key', with the nearest valid key and the valid keys of its section."""
+    try:
+        valid = sorted(_yaml_key(f.name) for f in attrs.fields(cls))
+    except (TypeError, attrs.exceptions.NotAnAttrsClassError):
+        return "unknown key"
+    near = difflib.get_close_matches(key, valid, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"unknown key{hint}; expected one of: {', '.join(valid)}"
+
+
 def format_path(path: KeyPath) -> str:
     """``strategies[0].params.levels`` from ("strategies", 0, "params", "levels")."""
     out = ""
@@ -402,7 +414,7 @@ def _report(
     elif isinstance(exc, cattrs.ForbiddenExtraKeysError):
         for key in sorted(exc.extra_fields):
             where = (*path, key)
-            out.append(located(where, "unknown key", lines.of(where, key=True)))
+            out.append(located(where, _unknown_key(key, exc.cl), lines.of(where, key=True)))
         return out
     elif isinstance(exc, KeyError):
         return [located(path, "required key is missing", lines.of(path))]

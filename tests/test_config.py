@@ -62,7 +62,10 @@ def test_minimal_embedded_config_gets_defaults() -> None:
 
 def test_unknown_key_is_reported_with_its_path_and_line() -> None:
     text = EMBEDDED.replace("  embedded: true\n", "  embedded: true\n  base_urll: x\n")
-    assert problems_of(text) == ["venue.base_urll: unknown key (line 3)"]
+    assert problems_of(text) == [
+        "venue.base_urll: unknown key (did you mean 'base_url'?); expected one of: api_key,"
+        " api_secret, base_url, embedded, language, sign_type, timeout_s, twin, ws_url (line 3)"
+    ]
 
 
 def test_wrong_type_in_strategy_params_names_path_and_line() -> None:
