@@ -7,12 +7,13 @@ callable or return an awaitable; on timeout the AssertionError names the predica
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
-__all__ = ["eventually"]
+__all__ = ["eventually", "until"]
 
 
 async def eventually(
@@ -38,3 +39,15 @@ async def eventually(
     except (OSError, TypeError):
         where = repr(predicate)
     raise AssertionError(f"not true within {timeout} s: {where}")
+
+
+def until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """eventually() for synchronous code: poll until predicate() is truthy; return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout} s: {what or predicate!r}")
+        time.sleep(0.01)

@@ -13,14 +13,39 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
 from framework.engine.clock import datetime_of_ms
 
 if TYPE_CHECKING:
-    from framework.backtest.report import ReportCollector
+    from framework.backtest.paper import PaperVenue
+
+
+class ReportCollector(Protocol):
+    """What the page reads of a run (report.ReportCollector has it; no import back)."""
+
+    @property
+    def paper(self) -> PaperVenue:
+        """The paper venue of the run."""
+        ...
+
+    @property
+    def equity(self) -> dict[str, list[tuple[int, Decimal]]]:
+        """Equity samples per settlement coin."""
+        ...
+
+    @property
+    def orders(self) -> dict[str, dict[str, Any]]:
+        """Orders by client order id."""
+        ...
+
+    @property
+    def strategy_of_order(self) -> dict[int, str]:
+        """The strategy of each venue order id."""
+        ...
+
 
 __all__ = ["MAX_TABLE_ROWS", "render_html"]
 

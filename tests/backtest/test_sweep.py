@@ -10,7 +10,6 @@ import csv
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ pytest.importorskip("optuna")
 from framework.backtest.sweep import distributions, open_study, run_sweep
 from framework.backtest.sweep_cli import INSTALL_HINT, sweep_main
 from framework.backtest.sweep_config import load_sweep_config
+from tests.waiting import until
 
 BACKTEST = """\
 venue: {embedded: true}
@@ -181,17 +181,6 @@ def test_embedded_local_cluster_sweep_matches_single_backtests(
     assert "Best trials" in printed and "2 failed" in printed
 
 
-def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    """A bounded poll for synchronous code (no fixed sleep): the predicate's truthy value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s: {what}")
-
-
 @pytest.fixture
 def dask_cluster(tmp_path: Path) -> Iterator[str]:
     """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (free ports)."""
@@ -224,8 +213,8 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
                 stderr=subprocess.DEVNULL,
             )
         )
-        _wait_for(lambda: file.exists() and file.stat().st_size > 0, 30, "scheduler file")
-        address = _wait_for(lambda: _address(file), 30, "scheduler address")
+        until(lambda: file.exists() and file.stat().st_size > 0, 30, "scheduler file")
+        address = until(lambda: _address(file), 30, "scheduler address")
         for i in range(2):
             procs.append(
                 subprocess.Popen(

@@ -8,11 +8,9 @@ from decimal import Decimal
 import pytest
 
 from framework import OrderIntent, OrderUpdate, Strategy
-from framework.config import parse_config
-from framework.engine.client_ids import ClientIdGenerator
-from framework.engine.clock import VirtualClock
 from framework.engine.events import Started
 from framework.engine.kernel import Kernel
+from tests.engine.test_kernel import kernel as engine_kernel
 
 CONFIG = """\
 venue: {embedded: true}
@@ -50,9 +48,7 @@ class Fine(Strategy):
 
 def kernel(text: str = CONFIG) -> Kernel:
     """A kernel with an engine on a virtual clock, its strategies loaded."""
-    clock = VirtualClock(1_700_000_000_000)
-    k = Kernel(parse_config(text, env={}), clock)
-    k.build_engine(ids=ClientIdGenerator.ephemeral("t", now_ms=clock.ms, random_bits=1))
+    k = engine_kernel(text)
     k.load_strategies(schedule=None)
     return k
 

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.requests import BALANCE_PATH, BATCH_CREATE_PATH
 from framework.venue.signing import Signer
 from tests.live.conftest import Eventually
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,15 +42,6 @@ while True:
 """
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll predicate (no fixed sleep) until it holds, or fail."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
-
-
 @pytest.mark.parametrize("name", ["killed.jsonl", "killed.jsonl.gz"])
 def test_a_killed_recorder_leaves_a_file_readable_to_its_last_line(
     tmp_path: Path, name: str
@@ -62,7 +53,7 @@ def test_a_killed_recorder_leaves_a_file_readable_to_its_last_line(
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
-        wait_until(lambda: path.exists() and path.stat().st_size > 20_000)
+        until(lambda: path.exists() and path.stat().st_size > 20_000)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
