@@ -41,7 +41,6 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -51,6 +50,7 @@ import attrs
 from framework.twin.book import RestingOrder
 from framework.twin.events import BalanceChanged, Event, Match, PositionChanged
 from framework.twin.liquidation import liquidation_price, positions_to_liquidate
+from framework.twin.match_list import list_page
 from framework.twin.matching import plan_fill
 from framework.twin.savepoint import Savepoint, Sequences
 from framework.twin.settings import TwinSettings
@@ -163,34 +163,14 @@ class Exchange:
         now_ms: int | None = None,
     ) -> list[Match]:
         """One page of the matches listed at now_ms (None: all), newest first, ids < before."""
-        # Matches the match_delay fault holds back are skipped; pages count listed ones only.
-        account = self.accounts[user_id]
-        found = account.matches.get(pair)
-        if not found:
-            return []
-        end = len(found) if before is None else bisect_left(found, before, key=_match_id)
-        held = account.listed_from_ms
-        if held and now_ms is not None:
-            for match_id in [i for i, at in held.items() if at <= now_ms]:
-                del held[match_id]
-        if not held or now_ms is None:
-            high = end - (page_no - 1) * page_size
-            if high <= 0:
-                return []
-            return found[max(0, high - page_size) : high][::-1]
-        skip = (page_no - 1) * page_size
-        page: list[Match] = []
-        for index in range(end - 1, -1, -1):
-            match = found[index]
-            if match.id in held:
-                continue
-            if skip:
-                skip -= 1
-                continue
-            page.append(match)
-            if len(page) == page_size:
-                break
-        return page
+        return list_page(
+            self.accounts[user_id],
+            pair,
+            before=before,
+            page_no=page_no,
+            page_size=page_size,
+            now_ms=now_ms,
+        )
 
     def unrealized_pnl(self, position: Position) -> Decimal:
         """The PnL of a position if it closed at the mark now."""
@@ -616,7 +596,3 @@ class Exchange:
             events,
             liquidation=True,
         )
-
-
-def _match_id(match: Match) -> int:
-    return match.id
