@@ -15,6 +15,11 @@ errors become framework errors (:func:`~framework.live.orderpath.send_failed`,
   (:func:`framework.venue.requests.parse_response`).
 
 Requests are built and responses parsed by the sans-I/O :mod:`framework.venue.requests`.
+
+The order-management extension (cancel, batch cancel, cancel all, open orders, query one
+order; VENUE-FACTS, not SPEC) goes through the same :meth:`RestClient.send` (same error
+translation and observer) and is read by :mod:`framework.venue.order_management`: HTTP 404
+or unreadable data raises :class:`~framework.venue.errors.ExtensionUnavailable`.
 """
 
 from __future__ import annotations
@@ -29,8 +34,12 @@ import httpx
 from framework.live.orderpath import Exchange, OrderPath, no_answer, send_failed
 from framework.live.wallclock import WallClock
 from framework.venue import models as m
+from framework.venue import order_management as om
 from framework.venue.codec import DEFAULT_CODEC, Codec
+from framework.venue.errors import TooManyPages
 from framework.venue.requests import (
+    MAX_CANCEL_BATCH,
+    OrderManagementPaths,
     PreparedRequest,
     RequestBuilder,
     parse_response,
@@ -65,9 +74,10 @@ class RestClient:
         now_ms: Callable[[], int] | None = None,
         codec: Codec = DEFAULT_CODEC,
         observer: ResponseObserver | None = None,
+        order_paths: OrderManagementPaths | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.builder = RequestBuilder(api_key, signer, language=language)
+        self.builder = RequestBuilder(api_key, signer, language=language, order_paths=order_paths)
         self._now_ms = now_ms if now_ms is not None else WallClock().now_ms
         self._codec = codec
         self.observer = observer
@@ -188,3 +198,88 @@ class RestClient:
         )
         result: list[m.MatchRecord] = await self.call(request)
         return result
+
+    # ------------------------------------------------ order-management extension (VENUE-FACTS)
+
+    async def cancel_order(self, entrust_id: int) -> om.OrderRecord | None:
+        """Cancel one order by the venue's id; the record after cancel if the venue sent one.
+
+        Returning means the venue accepted the cancel (code 200); a refusal raises its
+        VenueError (OrderStateError for 2340 no such order, 2341 already completed).
+        """
+        request = self.builder.cancel_order(entrust_id, self._now_ms())
+        status, body = await self.send(request)
+        return om.parse_cancel(request.path, status, body, self._codec)
+
+    async def cancel_by_client_id(self, client_order_id: str) -> om.OrderRecord | None:
+        """Cancel one order by its clientOrderId; as cancel_order."""
+        request = self.builder.cancel_by_client_id(client_order_id, self._now_ms())
+        status, body = await self.send(request)
+        return om.parse_cancel(request.path, status, body, self._codec)
+
+    async def batch_cancel(
+        self,
+        entrust_ids: Sequence[int],
+        with_results: bool = False,
+        *,
+        chunk_size: int = MAX_CANCEL_BATCH,
+    ) -> om.BatchCancelReport:
+        """Cancel orders by id in calls of at most chunk_size ids (duplicates sent once).
+
+        Calls go one after another; the first that fails raises and those before it stand
+        (cancelling again is harmless: the venue refuses a completed order). Ids the venue
+        accepted without a per-order word (batchCancelEntrust, or an answer without
+        results) are in ``unreported``: infer nothing about them.
+        """
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size: expected >= 1, got {chunk_size}")
+        ids = list(dict.fromkeys(entrust_ids))
+        report = om.BatchCancelReport()
+        for start in range(0, len(ids), chunk_size):
+            chunk = ids[start : start + chunk_size]
+            request = self.builder.batch_cancel(chunk, self._now_ms(), with_results=with_results)
+            status, body = await self.send(request)
+            report += om.parse_batch_cancel(request.path, status, body, chunk, self._codec)
+        return report
+
+    async def cancel_all(
+        self, pair: str | None = None, is_long: bool | None = None
+    ) -> tuple[int, ...] | None:
+        """Cancel every open order (of pair, of one side); the ids the venue names, or None."""
+        request = self.builder.cancel_all(self._now_ms(), pair=pair, is_long=is_long)
+        status, body = await self.send(request)
+        return om.parse_cancel_all(request.path, status, body, self._codec)
+
+    async def open_orders(self, pair: str, page_no: int = 1, page_size: int = 50) -> om.OrderPage:
+        """One page of a pair's open orders."""
+        request = self.builder.open_orders(
+            pair, self._now_ms(), page_no=page_no, page_size=page_size
+        )
+        status, body = await self.send(request)
+        return om.parse_open_orders(request.path, status, body, self._codec)
+
+    async def all_open_orders(
+        self, pair: str, *, page_size: int = 50, max_pages: int = 20
+    ) -> list[om.OrderRecord]:
+        """Every open order of pair: pages until a short page or the total (each id once).
+
+        More than max_pages full pages raises TooManyPages (it holds what was read).
+        """
+        if max_pages < 1:
+            raise ValueError(f"max_pages: expected >= 1, got {max_pages}")
+        found: dict[int, om.OrderRecord] = {}
+        for page_no in range(1, max_pages + 1):
+            page = await self.open_orders(pair, page_no, page_size)
+            for record in page.records:
+                found.setdefault(record.entrust_id, record)
+            if len(page.records) < page_size:
+                return list(found.values())
+            if page.total is not None and page_no * page_size >= page.total:
+                return list(found.values())
+        raise TooManyPages(self.builder.order_paths.open_orders, max_pages, tuple(found.values()))
+
+    async def query_order(self, entrust_id: int) -> om.OrderRecord | None:
+        """One order by the venue's id; None when the venue answers success with no record."""
+        request = self.builder.query_order(entrust_id, self._now_ms())
+        status, body = await self.send(request)
+        return om.parse_query_order(request.path, status, body, self._codec)

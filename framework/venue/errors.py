@@ -12,14 +12,24 @@
     │   ├── UnsupportedError           2318, 2325, 2330                  family "unsupported"
     │   ├── BusyError                  2329, 2331 (retryable)            family "busy"
     │   ├── AddressError               4001                              family "address"
-    │   └── AuthError                  HTTP/code 401, 403                family "auth"
+    │   ├── AuthError                  HTTP/code 401, 403                family "auth"
+    │   └── OrderStateError            2340, 2341 of a cancel or query   family "order"
+    │                                  (order-management extension only: ORDER_CODES)
     ├── TransportError                 no venue answer was read
     │   ├── SendFailed                 failed before any byte reached the venue: safe to retry
     │   ├── AmbiguousOutcome           may have reached the venue: never blindly retry
     │   │   └── ServerFault            HTTP >= 500, whatever the body says: taken or not is unknown
     │   └── BadResponse                an answer that is not the envelope (HTTP error, not JSON)
     ├── DecodeError                    a payload that does not fit its record (names record, field)
+    ├── ExtensionUnavailable           an order-management path answered 404, or its data is
+    │                                  unreadable: turn the feature off (names path, reason)
+    ├── TooManyPages                   a listing still full after its page bound (names path)
     └── ConfigError                    a configuration that cannot run (names path and line)
+
+The order-management extension (cancel, open orders, query; VENUE-FACTS) is not in SPEC:
+its codes 2340 (no such order) and 2341 (order already completed) are the venue twin's
+(``ORDER_CODES``), raised as :class:`OrderStateError` only for those endpoints; any other
+code there is a plain VenueError that says nothing about the order.
 
 A venue refusal of one order inside a batch is not an exception: the execution engine turns
 it into an OrderUpdate REJECTED event. Only whole-call failures are raised.
@@ -39,6 +49,9 @@ import attrs
 
 __all__ = [
     "CODES",
+    "ORDER_CODES",
+    "ORDER_COMPLETED",
+    "ORDER_NOT_FOUND",
     "AddressError",
     "AmbiguousOutcome",
     "AuthError",
@@ -48,16 +61,20 @@ __all__ = [
     "CodeInfo",
     "ConfigError",
     "DecodeError",
+    "ExtensionUnavailable",
     "FrameworkError",
     "HaltedError",
     "LimitError",
+    "OrderStateError",
     "ParameterError",
     "SendFailed",
     "ServerFault",
+    "TooManyPages",
     "TransportError",
     "UnsupportedError",
     "VenueError",
     "error_for",
+    "order_error_for",
     "render_message",
 ]
 
@@ -154,6 +171,32 @@ class AuthError(VenueError):
     family = "auth"
 
 
+class OrderStateError(VenueError):
+    """A cancel or query refused for the order's state: 2340 no such order, 2341 completed.
+
+    Raised only by the order-management extension's parsers (the codes are the venue twin's,
+    ``ORDER_CODES``): the call did nothing, so it refuses; ``order_missing`` and
+    ``order_done`` say which state the venue named.
+    """
+
+    family = "order"
+
+    @property
+    def refuses(self) -> bool:
+        """True: the venue refused the call for the order's state; it did nothing."""
+        return True
+
+    @property
+    def order_missing(self) -> bool:
+        """True when the venue says it knows no such order (2340)."""
+        return self.code == ORDER_NOT_FOUND
+
+    @property
+    def order_done(self) -> bool:
+        """True when the venue says the order is already completed: filled or canceled (2341)."""
+        return self.code == ORDER_COMPLETED
+
+
 class TransportError(FrameworkError):
     """No venue answer could be read."""
 
@@ -196,6 +239,42 @@ class DecodeError(FrameworkError, ValueError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (DecodeError, (self.record, self.field, self.reason))
+
+
+class ExtensionUnavailable(FrameworkError):
+    """An order-management extension path the venue does not offer: HTTP 404 or unreadable data.
+
+    The caller turns the feature off (one log line); nothing says the call had an effect.
+    """
+
+    def __init__(self, path: str, reason: str, *, http_status: int | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.http_status = http_status
+        super().__init__(f"extension unavailable: {path}: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_unavailable, (self.path, self.reason, self.http_status))
+
+
+def _rebuild_unavailable(path: str, reason: str, http_status: int | None) -> ExtensionUnavailable:
+    return ExtensionUnavailable(path, reason, http_status=http_status)
+
+
+class TooManyPages(FrameworkError):
+    """A paged listing still had full pages after max_pages; records holds what was read."""
+
+    def __init__(self, path: str, pages: int, records: tuple[object, ...] = ()) -> None:
+        self.path = path
+        self.pages = pages
+        self.records = records
+        super().__init__(
+            f"{path}: still full after {pages} pages ({len(records)} records read);"
+            " raise max_pages or page_size"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (TooManyPages, (self.path, self.pages, self.records))
 
 
 class ConfigError(FrameworkError):
@@ -276,3 +355,23 @@ def error_for(
     else:
         cls = VenueError
     return cls(code, msg, http_status=http_status, sid=sid)
+
+
+ORDER_NOT_FOUND: Final = 2340
+"""Order-management extension (the venue twin's code): the venue knows no such order."""
+ORDER_COMPLETED: Final = 2341
+"""Order-management extension (the venue twin's code): the order is already filled or canceled."""
+ORDER_CODES: Final[dict[int, str]] = {
+    ORDER_NOT_FOUND: "order does not exist",
+    ORDER_COMPLETED: "order already completed",
+}
+"""Codes of the order-management extension (not SPEC section 7) and what each says."""
+
+
+def order_error_for(
+    code: int, msg: str, *, http_status: int | None = None, sid: str | None = None
+) -> VenueError:
+    """error_for for the order-management endpoints: ORDER_CODES give an OrderStateError."""
+    if code in ORDER_CODES:
+        return OrderStateError(code, msg, http_status=http_status, sid=sid)
+    return error_for(code, msg, http_status=http_status, sid=sid)

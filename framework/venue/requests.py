@@ -1,4 +1,4 @@
-"""Sans-I/O request building and response parsing for the four endpoints (SPEC 4, 5).
+"""Sans-I/O request building and response parsing (SPEC 4, 5, and the order-management extension).
 
 A :class:`RequestBuilder` turns typed arguments and a timestamp passed in into a
 :class:`PreparedRequest` (method, path, query, body bytes, headers) that any transport sends
@@ -7,11 +7,15 @@ batchCreate, and for the query-string endpoints the ``name=value`` pairs joined 
 names ascending, unset optional parameters left out (signed before percent-encoding, as the
 venue's public SDK does). :func:`parse_response` turns a status and body into records or the
 matching exception.
+
+The order-management extension (VENUE-FACTS: cancel, batch cancel, cancel all, open orders,
+query one order) is built here too, on paths a :class:`OrderManagementPaths` holds (the
+SDK's by default); :mod:`framework.venue.order_management` reads its answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -25,22 +29,34 @@ from framework.venue.errors import (
     DecodeError,
     ParameterError,
     ServerFault,
+    VenueError,
     error_for,
 )
 from framework.venue.signing import Signer
 
 __all__ = [
     "BALANCE_PATH",
+    "BATCH_CANCEL_PATH",
+    "BATCH_CANCEL_WITH_RESULTS_PATH",
     "BATCH_CREATE_PATH",
+    "CANCEL_ALL_PATH",
+    "CANCEL_BY_CLIENT_ID_PATH",
+    "CANCEL_PATH",
     "MATCHES_PATH",
     "MAX_BATCH",
+    "MAX_CANCEL_BATCH",
     "MAX_PAGE_SIZE",
+    "OPEN_ORDERS_PATH",
     "POSITIONS_PATH",
+    "QUERY_ORDER_PATH",
+    "OrderManagementPaths",
     "PreparedRequest",
     "RequestBuilder",
     "excerpt",
     "parse_envelope",
     "parse_response",
+    "read_envelope",
+    "server_fault",
 ]
 
 BATCH_CREATE_PATH: Final = "/api/third/hot/order/batchCreate"
@@ -50,6 +66,30 @@ MATCHES_PATH: Final = "/api/third/order/selectContractMatchPairList"
 MAX_BATCH: Final = 20
 MAX_PAGE_SIZE: Final = 100
 LANGUAGES: Final = ("zh-CN", "en-US")
+
+# The order-management extension (VENUE-FACTS, from the public SDK; not in SPEC.md).
+CANCEL_PATH: Final = "/api/third/order/cancelEntrust"
+CANCEL_BY_CLIENT_ID_PATH: Final = "/api/third/order/cancelEntrustByCli"
+BATCH_CANCEL_PATH: Final = "/api/third/order/batchCancelEntrust"
+BATCH_CANCEL_WITH_RESULTS_PATH: Final = "/api/third/order/batchCancelWithRes"
+CANCEL_ALL_PATH: Final = "/api/third/order/cancelAll"
+OPEN_ORDERS_PATH: Final = "/api/third/order/selectContractCurrentEntrustList"
+QUERY_ORDER_PATH: Final = "/api/third/order/queryOrder"
+MAX_CANCEL_BATCH: Final = 20
+"""Ids per batch-cancel call by default: the venue's limit is not published (batchCreate's)."""
+
+
+@attrs.frozen(slots=True)
+class OrderManagementPaths:
+    """The order-management extension's paths (the public SDK's by default; configurable)."""
+
+    cancel: str = CANCEL_PATH
+    cancel_by_client_id: str = CANCEL_BY_CLIENT_ID_PATH
+    batch_cancel: str = BATCH_CANCEL_PATH
+    batch_cancel_with_results: str = BATCH_CANCEL_WITH_RESULTS_PATH
+    cancel_all: str = CANCEL_ALL_PATH
+    open_orders: str = OPEN_ORDERS_PATH
+    query_order: str = QUERY_ORDER_PATH
 
 
 @attrs.frozen(slots=True)
@@ -69,6 +109,12 @@ class PreparedRequest:
         return f"{self.path}?{self.query}" if self.query else self.path
 
 
+def _check_id(name: str, value: object) -> int:
+    if type(value) is not int or value < 1:
+        raise ParameterError(2001, f"Illegal parameter:{name} (got {value!r}, expected an id >= 1)")
+    return value
+
+
 def _check_page(name: str, value: int | None, limit: int | None) -> None:
     if value is None:
         return
@@ -80,7 +126,14 @@ def _check_page(name: str, value: int | None, limit: int | None) -> None:
 class RequestBuilder:
     """Builds signed requests for one API key; pure: the timestamp is passed in."""
 
-    __slots__ = ("_api_key", "_base_headers", "_query_content_type", "_signer", "sign_type")
+    __slots__ = (
+        "_api_key",
+        "_base_headers",
+        "_query_content_type",
+        "_signer",
+        "order_paths",
+        "sign_type",
+    )
 
     def __init__(
         self,
@@ -89,6 +142,7 @@ class RequestBuilder:
         *,
         language: str | None = None,
         query_content_type: str = "text/plain",
+        order_paths: OrderManagementPaths | None = None,
     ) -> None:
         if language is not None and language not in LANGUAGES:
             raise ValueError(f"language: expected one of {', '.join(LANGUAGES)}, got {language!r}")
@@ -96,6 +150,7 @@ class RequestBuilder:
         self._signer = signer
         self.sign_type = signer.sign_type
         self._query_content_type = query_content_type
+        self.order_paths = order_paths if order_paths is not None else OrderManagementPaths()
         base = {"APIKEY": api_key, "X-SAPI-SIGN-TYPE": str(signer.sign_type)}
         if language is not None:
             base["Accept-Language"] = language
@@ -182,6 +237,63 @@ class RequestBuilder:
         }
         return self._query_request(MATCHES_PATH, params)
 
+    # ------------------------------------------------ order-management extension (VENUE-FACTS)
+
+    def cancel_order(self, entrust_id: int, timestamp_ms: int) -> PreparedRequest:
+        """POST cancelEntrust: cancel one order by the venue's id (entrustId)."""
+        params = {"entrustId": _check_id("entrustId", entrust_id), "timestamp": timestamp_ms}
+        return self._query_request(self.order_paths.cancel, params)
+
+    def cancel_by_client_id(self, client_order_id: str, timestamp_ms: int) -> PreparedRequest:
+        """POST cancelEntrustByCli: cancel one order by its clientOrderId."""
+        if type(client_order_id) is not str or not client_order_id:
+            raise ParameterError(2002, "Required parameter:clientOrderId")
+        params = {"clientOrderId": client_order_id, "timestamp": timestamp_ms}
+        return self._query_request(self.order_paths.cancel_by_client_id, params)
+
+    def batch_cancel(
+        self, entrust_ids: Sequence[int], timestamp_ms: int, *, with_results: bool = False
+    ) -> PreparedRequest:
+        """POST batchCancelEntrust (batchCancelWithRes with_results): entrustIds comma-joined.
+
+        The signed text carries the commas raw; the query string sends them as %2C (the
+        percent-encoding of every query value). The venue's limit of ids per call is not
+        published: callers split (RestClient.batch_cancel).
+        """
+        if not entrust_ids:
+            raise ParameterError(2002, "Required parameter:entrustIds")
+        ids = ",".join(str(_check_id("entrustIds", i)) for i in entrust_ids)
+        paths = self.order_paths
+        path = paths.batch_cancel_with_results if with_results else paths.batch_cancel
+        return self._query_request(path, {"entrustIds": ids, "timestamp": timestamp_ms})
+
+    def cancel_all(
+        self, timestamp_ms: int, *, pair: str | None = None, is_long: bool | None = None
+    ) -> PreparedRequest:
+        """POST cancelAll: every open order, or of one pair, or of one side ("true"/"false")."""
+        side = None if is_long is None else ("true" if is_long else "false")
+        params = {"isLong": side, "pairName": pair, "timestamp": timestamp_ms}
+        return self._query_request(self.order_paths.cancel_all, params)
+
+    def open_orders(
+        self, pair: str, timestamp_ms: int, *, page_no: int = 1, page_size: int = 50
+    ) -> PreparedRequest:
+        """POST selectContractCurrentEntrustList: one page of a pair's open orders."""
+        _check_page("pageNo", page_no, None)
+        _check_page("pageSize", page_size, None)
+        params = {
+            "pageNo": page_no,
+            "pageSize": page_size,
+            "pairName": pair,
+            "timestamp": timestamp_ms,
+        }
+        return self._query_request(self.order_paths.open_orders, params)
+
+    def query_order(self, entrust_id: int, timestamp_ms: int) -> PreparedRequest:
+        """POST queryOrder: one order by the venue's id (entrustId)."""
+        params = {"entrustId": _check_id("entrustId", entrust_id), "timestamp": timestamp_ms}
+        return self._query_request(self.order_paths.query_order, params)
+
     def subscribe(
         self, event: str, timestamp_ms: int, *, pair: str | None = None, symbol: str | None = None
     ) -> dict[str, Any]:
@@ -216,7 +328,7 @@ def parse_envelope(status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> m.
     with an error code included): such an answer does not say whether the call was taken.
     """
     if status >= 500:
-        raise _server_fault(status, body)
+        raise server_fault(status, body)
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -225,6 +337,22 @@ def parse_envelope(status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> m.
             http_status=status,
             excerpt=excerpt(body),
         ) from None
+    return read_envelope(status, obj, body, codec)
+
+
+def read_envelope(
+    status: int,
+    obj: Any,
+    body: bytes,
+    codec: Codec = DEFAULT_CODEC,
+    *,
+    refusal: Callable[..., VenueError] = error_for,
+) -> m.Envelope:
+    """The envelope of an answer already parsed from body (status < 500), as parse_envelope.
+
+    refusal makes the exception of a code != 200 (``error_for``; the order-management
+    extension passes its own, which knows its order-state codes).
+    """
     if type(obj) is not dict or "code" not in obj:
         raise BadResponse(
             f"HTTP {status}: body is not the venue's envelope: {excerpt(body)!r}",
@@ -240,7 +368,7 @@ def parse_envelope(status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> m.
             excerpt=excerpt(body),
         ) from None
     if env.code != 200 or env.error:
-        raise error_for(env.code, env.msg or "", http_status=status, sid=env.sid)
+        raise refusal(env.code, env.msg or "", http_status=status, sid=env.sid)
     if status >= 300:
         raise BadResponse(
             f"HTTP {status} with a success envelope: {excerpt(body)!r}",
@@ -250,7 +378,8 @@ def parse_envelope(status: int, body: bytes, codec: Codec = DEFAULT_CODEC) -> m.
     return env
 
 
-def _server_fault(status: int, body: bytes) -> ServerFault:
+def server_fault(status: int, body: bytes) -> ServerFault:
+    """The ServerFault of an HTTP status >= 500 answer (the envelope's code kept if any)."""
     code: int | None = None
     try:
         obj = orjson.loads(body)
