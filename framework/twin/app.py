@@ -34,6 +34,11 @@ Decisions where SPEC.md is silent:
   matchId bound and paging apply to the listed matches.
 * Balance: a symbol the venue knows but the account does not hold gives 2122; a symbol the
   venue does not know at all gives 4001.
+* The order-management extension (cancels, open orders, order query; shapes, codes and faults
+  in :mod:`framework.twin.order_management`): seven query-string paths authenticated and
+  timestamp-checked as above (a missing timestamp is 2002), routed only while the setting
+  ``order_management`` is true (otherwise HTTP 404, as any unknown path). After a cancel
+  path executed, drop_response and error_after_accept apply as on batchCreate.
 * WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
   signature (over ``str(timestamp)``) does not verify, whose timestamp is outside the window
   or which lacks pair/symbol is acknowledged with ``success: false`` and a reason in ``msg``,
@@ -68,7 +73,9 @@ from framework.twin.counters import Counters
 from framework.twin.exchange import Exchange
 from framework.twin.faults import Faults
 from framework.twin.hub import Connection, Hub
+from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement
 from framework.twin.orders import parse_orders
+from framework.twin.params import Refused, page
 from framework.twin.settings import TwinSettings
 from framework.venue.errors import render_message
 
@@ -88,14 +95,6 @@ _NOT_JSON: Any = object()
 
 Aborter = Callable[[Any], bool]
 """Closes the connection of an ASGI scope without an answer; False when it cannot."""
-
-
-class _Refused(Exception):
-    """A venue error answer for the whole call."""
-
-    def __init__(self, code: int, *params: object, msg: str | None = None) -> None:
-        self.code = code
-        self.msg = render_message(code, *params) if msg is None else msg
 
 
 class TwinApp:
@@ -127,15 +126,19 @@ class TwinApp:
         self._sid = 0
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
-        self.starlette = Starlette(
-            routes=[
-                Route(BATCH_PATH, self.batch_create, methods=["POST"]),
-                Route(POSITIONS_PATH, self.position_list, methods=["POST"]),
-                Route(BALANCE_PATH, self.balance, methods=["POST"]),
-                Route(MATCHES_PATH, self.match_list, methods=["POST"]),
-                WebSocketRoute(settings.ws_path, self.websocket),
+        self.order_management = OrderManagement(exchange, settings)
+        routes: list[Route | WebSocketRoute] = [
+            Route(BATCH_PATH, self.batch_create, methods=["POST"]),
+            Route(POSITIONS_PATH, self.position_list, methods=["POST"]),
+            Route(BALANCE_PATH, self.balance, methods=["POST"]),
+            Route(MATCHES_PATH, self.match_list, methods=["POST"]),
+            WebSocketRoute(settings.ws_path, self.websocket),
+        ]
+        if settings.order_management:
+            routes += [
+                Route(path, self.order_call, methods=["POST"]) for path in ORDER_MANAGEMENT_PATHS
             ]
-        )
+        self.starlette = Starlette(routes=routes)
 
     def now_ms(self) -> int:
         """The twin's time in milliseconds."""
@@ -178,10 +181,10 @@ class TwinApp:
 
     def _check_timestamp(self, value: object, *, missing_code: int) -> None:
         if value is None:
-            raise _Refused(missing_code, "timestamp")
+            raise Refused(missing_code, "timestamp")
         stamp = parse_timestamp(value)
         if stamp is None or not within_window(stamp, self.now_ms(), self._window_ms):
-            raise _Refused(2001, "timestamp")
+            raise Refused(2001, "timestamp")
 
     async def _query_call(self, request: Request) -> tuple[Credentials, dict[str, str]] | Response:
         early = await self._pre(request)
@@ -197,18 +200,13 @@ class TwinApp:
         return credentials, dict(parse_qsl(raw, keep_blank_values=True))
 
     def _page(self, params: dict[str, str]) -> tuple[int, int]:
-        page_no = _positive(params.get("pageNo"), 1)
-        if page_no is None:
-            raise _Refused(2001, "pageNo")
-        page_size = _positive(params.get("pageSize"), self.settings.default_page_size)
-        if page_size is None or page_size > self.settings.max_page_size:
-            raise _Refused(2001, "pageSize")
-        return page_no, page_size
+        s = self.settings
+        return page(params, default_size=s.default_page_size, max_size=s.max_page_size)
 
     def _pair(self, params: dict[str, str]) -> str:
         pair = params.get("pairName")
         if not pair or pair not in self.exchange.markets:
-            raise _Refused(2001, "pairName")
+            raise Refused(2001, "pairName")
         return pair
 
     # -- REST endpoints ----------------------------------------------------------------------
@@ -246,14 +244,14 @@ class TwinApp:
             return self._unauthorized(exc)
         try:
             if type(payload) is not dict:
-                raise _Refused(2001, "body")
+                raise Refused(2001, "body")
             self._check_timestamp(payload.get("timestamp"), missing_code=2002)
             items = parse_orders(
                 payload.get("orders"), self._rules, max_orders=self.settings.max_orders
             )
             if isinstance(items, tuple):
-                raise _Refused(items[0], msg=items[1])
-        except _Refused as exc:
+                raise Refused(items[0], msg=items[1])
+        except Refused as exc:
             return self._answer(exc.code, exc.msg, None)
         outcome = self.exchange.submit(
             credentials.user_id,
@@ -264,12 +262,7 @@ class TwinApp:
         self.hub.publish(outcome.events)
         self.counters.orders_accepted += len(outcome.accepted)
         self.counters.orders_refused += len(items) - len(outcome.accepted)
-        dropped = (
-            self.aborter is not None and self.faults.drop_response() and self.aborter(request.scope)
-        )
-        if dropped:
-            self.counters.dropped_responses += 1
-            await _until_closed(request)
+        if await self._drop_answer(request):
             return Response(status_code=500)  # never sent: the connection is gone
         status = self.faults.error_after_accept()
         answer: Response
@@ -289,6 +282,16 @@ class TwinApp:
         if delay > 0:
             await asyncio.sleep(delay)
         return answer
+
+    async def _drop_answer(self, request: Request) -> bool:
+        """The drop_response fault on an executed call: close its connection unanswered."""
+        dropped = (
+            self.aborter is not None and self.faults.drop_response() and self.aborter(request.scope)
+        )
+        if dropped:
+            self.counters.dropped_responses += 1
+            await _until_closed(request)
+        return dropped
 
     def _record_orders(self, payload: Any) -> None:
         """Keep (clientOrderId, canonical order bytes) of every order of a parsed body."""
@@ -312,7 +315,7 @@ class TwinApp:
             self._check_timestamp(params.get("timestamp"), missing_code=2001)
             pair = self._pair(params)
             page_no, page_size = self._page(params)
-        except _Refused as exc:
+        except Refused as exc:
             return self._answer(exc.code, exc.msg, None)
         account = self.exchange.accounts[credentials.user_id]
         found = self.exchange.positions(credentials.user_id, pair)
@@ -333,11 +336,11 @@ class TwinApp:
             self._check_timestamp(params.get("timestamp"), missing_code=2002)
             symbol = params.get("symbol")
             if not symbol:
-                raise _Refused(2002, "symbol")
+                raise Refused(2002, "symbol")
             balance = self.exchange.balance(credentials.user_id, symbol)
             if balance is None:
-                raise _Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
-        except _Refused as exc:
+                raise Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
+        except Refused as exc:
             return self._answer(exc.code, exc.msg, None)
         return self._answer(200, "SUCCESS", wire.balance_object(credentials.user_id, balance))
 
@@ -356,8 +359,8 @@ class TwinApp:
             if raw_before:
                 before = parse_timestamp(raw_before)
                 if before is None:
-                    raise _Refused(2001, "matchId")
-        except _Refused as exc:
+                    raise Refused(2001, "matchId")
+        except Refused as exc:
             return self._answer(exc.code, exc.msg, None)
         found = self.exchange.matches(
             credentials.user_id,
@@ -368,6 +371,28 @@ class TwinApp:
             now_ms=self.now_ms(),
         )
         return self._answer(200, "SUCCESS", [wire.match_object(m) for m in found])
+
+    async def order_call(self, request: Request) -> Response:
+        """The order-management extension's paths (framework.twin.order_management)."""
+        call = await self._query_call(request)
+        if isinstance(call, Response):
+            return call
+        credentials, params = call
+        try:
+            self._check_timestamp(params.get("timestamp"), missing_code=2002)
+        except Refused as exc:
+            return self._answer(exc.code, exc.msg, None)
+        outcome = self.order_management.handle(
+            request.scope["path"], credentials.user_id, params, self.now_ms()
+        )
+        self.hub.publish(outcome.events)
+        if outcome.executed:
+            if await self._drop_answer(request):
+                return Response(status_code=500)  # never sent: the connection is gone
+            status = self.faults.error_after_accept()
+            if status is not None:
+                return self._answer(status, _status_phrase(status), None, status=status)
+        return self._answer(outcome.code, outcome.msg, outcome.data)
 
     # -- WebSocket ---------------------------------------------------------------------------
 
@@ -479,11 +504,3 @@ def _status_phrase(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return "Internal Server Error"
-
-
-def _positive(value: str | None, default: int) -> int | None:
-    if value is None or value == "":
-        return default
-    if value.isascii() and value.isdigit() and len(value) <= 18 and int(value) > 0:
-        return int(value)
-    return None

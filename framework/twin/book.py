@@ -3,6 +3,9 @@
 Bids (long orders) fill when the mark falls to or below their price, asks (short orders) when
 it rises to or above it; within a side the best price goes first, then the oldest order.
 Removal is lazy: a cancelled order is flagged inactive and skipped when it reaches the top.
+So that cancelled orders deep in the book do not pile up over a long run, the heaps are
+rebuilt without them once they outnumber the active orders (and number more than
+``_COMPACT_MIN``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from decimal import Decimal
 import attrs
 
 __all__ = ["Book", "RestingOrder"]
+
+_COMPACT_MIN = 1024
 
 
 @attrs.define(slots=True, eq=False, kw_only=True)
@@ -41,6 +46,7 @@ class Book:
         self._bids: list[tuple[Decimal, int, RestingOrder]] = []
         self._asks: list[tuple[Decimal, int, RestingOrder]] = []
         self._active = 0
+        self._dead = 0  # inactive orders still in the heaps
 
     def __len__(self) -> int:
         """How many active orders rest in the book."""
@@ -59,6 +65,17 @@ class Book:
         if order.active:
             order.active = False
             self._active -= 1
+            self._dead += 1
+            if self._dead > _COMPACT_MIN and self._dead > self._active:
+                self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild both heaps from their active orders."""
+        self._bids = [e for e in self._bids if e[2].active]
+        self._asks = [e for e in self._asks if e[2].active]
+        heapq.heapify(self._bids)
+        heapq.heapify(self._asks)
+        self._dead = 0
 
     def pop_crossed(self, mark: Decimal) -> list[RestingOrder]:
         """Remove and return the orders the mark crosses: bids first, each side best first."""
@@ -68,11 +85,15 @@ class Book:
             order = heapq.heappop(bids)[2]
             if order.active:
                 out.append(order)
+            else:
+                self._dead -= 1
         asks = self._asks
         while asks and (not asks[0][2].active or asks[0][0] <= mark):
             order = heapq.heappop(asks)[2]
             if order.active:
                 out.append(order)
+            else:
+                self._dead -= 1
         for order in out:
             order.active = False
         self._active -= len(out)

@@ -23,7 +23,9 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
   whole at its limit price, as maker, when the mark crosses it; POST_ONLY that would cross is
   refused with ``2001 Illegal parameter:price`` (or accepted and cancelled, configurable).
   A resting fill never flips a position (the excess is cancelled), and a resting fill that
-  would open with too little balance is cancelled.
+  would open with too little balance is cancelled. :meth:`Exchange.cancel_resting` cancels a
+  resting order (its reserve is released); ``accounts[user].orders`` keeps every accepted
+  order's record and status (:mod:`framework.twin.order_index`).
 * Liquidation when the mark moves: an isolated position when its margin plus unrealized PnL
   falls to its maintenance margin (``maintenance_margin_rate x quantity x mark``); cross
   positions of one coin together when the available balance plus their margins and
@@ -47,18 +49,19 @@ from decimal import Decimal
 
 import attrs
 
+from framework.twin.admission import admission_refusal
 from framework.twin.book import RestingOrder
 from framework.twin.events import BalanceChanged, Event, Match, PositionChanged
 from framework.twin.liquidation import liquidation_price, positions_to_liquidate
 from framework.twin.match_list import list_page
 from framework.twin.matching import plan_fill
+from framework.twin.order_index import OrderIndex
 from framework.twin.savepoint import Savepoint, Sequences
 from framework.twin.settings import TwinSettings
 from framework.twin.state import Account, Balance, Market, Position, Refusal, pnl_at
-from framework.venue.codec import plain_decimal
 from framework.venue.errors import render_message
 from framework.venue.models import MatchType, OrderInput
-from framework.venue.rules import check_order, settle_coin_of
+from framework.venue.rules import settle_coin_of
 
 __all__ = ["BatchOutcome", "Exchange"]
 
@@ -88,6 +91,7 @@ class Exchange:
         self.slippage = settings.slippage
         self.maintenance_rate = settings.maintenance_margin_rate
         self.post_only_reject = settings.post_only_crossing == "reject"
+        self.order_history_limit = settings.order_history_limit
         self._coin_ids: dict[str, int] = dict(settings.coins)
         self.markets: dict[str, Market] = {}
         next_pair_id = max((p.contract_pair_id or 0 for p in settings.pairs.values()), default=0)
@@ -135,6 +139,7 @@ class Exchange:
                 coin: Balance(coin, self.coin_id(coin), Decimal(amount))
                 for coin, amount in balances.items()
             },
+            orders=OrderIndex(self.order_history_limit),
         )
         self.accounts[user_id] = account
         return account
@@ -222,13 +227,15 @@ class Exchange:
             if savepoint is not None:
                 taken = [a[0] for a in accepted]
                 savepoint.restore(account, self.markets, self._ids, taken)
-                for client_id in taken:
+                for client_id, order_id, _pair in accepted:
                     del account.order_ids[client_id]
+                    account.orders.forget(order_id)
                 last_match = savepoint.ids.match_id
                 for match_id in [i for i in account.listed_from_ms if i > last_match]:
                     del account.listed_from_ms[match_id]
                 return BatchOutcome(accepted=[], refusals=[], error=result, events=[])
             refusals.append((index, result[0], result[1]))
+        account.orders.trim()
         error = None
         if not accepted and refusals:
             error = (refusals[0][1], refusals[0][2])
@@ -245,36 +252,15 @@ class Exchange:
     ) -> int | Refusal:
         """Check and execute one order; nothing changes unless it is accepted."""
         market = self.markets[order.pair_name]
-        rules = market.rules
-        client_id = order.client_order_id
-        if client_id in seen or client_id in account.client_ids:
-            seen.add(client_id)
-            return 2001, render_message(2001, "clientOrderId")
-        seen.add(client_id)
-        failure = check_order(rules, order, now=now, mark_price=market.mark)
-        if failure is not None:
-            return failure
-        balance = account.balances.get(market.coin)
-        if balance is None:
-            return 2330, render_message(2330)
+        refusal = admission_refusal(account, market, order, now=now, seen=seen)
+        if refusal is not None:
+            return refusal
+        balance = account.balances[market.coin]
         pair = market.name
         is_long = order.is_long
-        qty = order.quantity
+        client_id = order.client_order_id
         position = account.positions.get(pair)
         opposite = position is not None and position.is_long != is_long
-        if position is not None:
-            if position.position_type != int(order.position_type):
-                return 2310, render_message(2310)
-            if opposite and qty > position.quantity:
-                return 2318, render_message(2318)
-        if not opposite:
-            held = (position.quantity if position is not None else _ZERO) + account.resting.get(
-                (pair, is_long), _ZERO
-            )
-            if held + qty > rules.max_one_way_quantity:
-                return 2305, render_message(2305, plain_decimal(rules.max_one_way_quantity))
-            if market.total_quantity + qty > rules.max_total_quantity:
-                return 2306, render_message(2306, plain_decimal(rules.max_total_quantity))
         plan = plan_fill(market, order, self.slippage)
         fill, price, rest, crossing = plan.fill, plan.price, plan.rest, plan.crossing
         cancel_all = False
@@ -287,16 +273,10 @@ class Exchange:
         need = _ZERO
         reserve = _ZERO
         if not opposite:
-            notional = fill * price
-            need = (notional / lever).quantize(market.money_exp) + (
-                notional * self.fees.taker
-            ).quantize(market.money_exp)
+            need = _margin_and_fee(market, fill * price, lever, self.fees.taker)
         if rest and not opposite:
             assert order.price is not None
-            rest_notional = rest * order.price
-            reserve = (rest_notional / lever).quantize(market.money_exp) + (
-                rest_notional * self.fees.maker
-            ).quantize(market.money_exp)
+            reserve = _margin_and_fee(market, rest * order.price, lever, self.fees.maker)
             need += reserve
         if need > balance.available:
             if balance.available <= 0:
@@ -307,6 +287,7 @@ class Exchange:
         account.client_ids.add(client_id)
         account.order_ids[client_id] = order_id
         if cancel_all:
+            account.orders.placed(order, order_id, now_ms, filled=_ZERO, resting=None)
             return order_id
         if fill:
             self._fill(
@@ -323,6 +304,7 @@ class Exchange:
                 now_ms,
                 events,
             )
+        resting = None
         if rest:
             assert order.price is not None
             self._ids.seq += 1
@@ -346,6 +328,7 @@ class Exchange:
                 balance.available -= reserve
                 balance.frozen += reserve
                 self._balance_event(account, balance, -reserve, events)
+        account.orders.placed(order, order_id, now_ms, filled=fill, resting=resting)
         return order_id
 
     # -- fills -------------------------------------------------------------------------------
@@ -525,8 +508,6 @@ class Exchange:
         self, market: Market, order: RestingOrder, now_ms: int, events: list[Event]
     ) -> None:
         account = self.accounts[order.user_id]
-        key = (market.name, order.is_long)
-        account.resting[key] = account.resting.get(key, _ZERO) - order.remaining
         balance = account.balances[market.coin]
         position = account.positions.get(market.name)
         qty = order.remaining
@@ -539,18 +520,15 @@ class Exchange:
         else:
             if position is not None and position.position_type != order.position_type:
                 qty = _ZERO
-            notional = qty * order.price
-            need = (notional / order.lever).quantize(market.money_exp) + (
-                notional * self.fees.maker
-            ).quantize(market.money_exp)
+            need = _margin_and_fee(market, qty * order.price, order.lever, self.fees.maker)
             if need > balance.available + order.reserve:
                 qty = _ZERO
+        account.orders.ended(order, qty, now_ms)
         if not qty:
-            if order.reserve:
-                balance.available += order.reserve
-                balance.frozen -= order.reserve
-                self._balance_event(account, balance, order.reserve, events)
+            self._release(account, market, order, events)
             return
+        key = (market.name, order.is_long)
+        account.resting[key] = account.resting.get(key, _ZERO) - order.remaining
         self._fill(
             account,
             market,
@@ -566,6 +544,28 @@ class Exchange:
             events,
             released_reserve=order.reserve,
         )
+
+    def cancel_resting(self, order: RestingOrder, now_ms: int) -> list[Event]:
+        """Cancel a resting order: out of the book, its rest and frozen reserve released."""
+        market = self.markets[order.pair]
+        account = self.accounts[order.user_id]
+        market.book.cancel(order)
+        account.orders.ended(order, _ZERO, now_ms)
+        events: list[Event] = []
+        self._release(account, market, order, events)
+        return events
+
+    def _release(
+        self, account: Account, market: Market, order: RestingOrder, events: list[Event]
+    ) -> None:
+        """A resting order ends unfilled: its quantity no longer rests, its reserve is free."""
+        key = (market.name, order.is_long)
+        account.resting[key] = account.resting.get(key, _ZERO) - order.remaining
+        if order.reserve:
+            balance = account.balances[market.coin]
+            balance.available += order.reserve
+            balance.frozen -= order.reserve
+            self._balance_event(account, balance, order.reserve, events)
 
     def _liquidate(self, market: Market, now_ms: int, events: list[Event]) -> None:
         due = positions_to_liquidate(market, self.accounts, self.markets, self.maintenance_rate)
@@ -596,3 +596,9 @@ class Exchange:
             events,
             liquidation=True,
         )
+
+
+def _margin_and_fee(market: Market, notional: Decimal, lever: int, rate: Decimal) -> Decimal:
+    """What opening notional freezes and charges: its margin plus its fee, each rounded."""
+    exp = market.money_exp
+    return (notional / lever).quantize(exp) + (notional * rate).quantize(exp)

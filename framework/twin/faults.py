@@ -6,28 +6,34 @@ counted in :class:`~framework.twin.counters.Counters`. A share of 0 never draws 
 random source, so enabling one fault does not shift the draws of another run's settings.
 
 ==========================  ===================================================================
-latency (+ latency_jitter)  seconds added before every REST call is handled (jitter: uniform
-                            0..jitter)
-busy_rate                   share of REST calls answered ``2329`` without executing anything
-unavailable_rate            share of REST calls answered HTTP 503 without executing anything
-                            (counted as ``unavailable_answers``)
+latency (+ latency_jitter)  seconds added before every REST call is handled, the order-
+                            management extension's too (jitter: uniform 0..jitter)
+busy_rate                   share of REST calls (any path) answered ``2329`` without executing
+                            anything
+unavailable_rate            share of REST calls (any path) answered HTTP 503 without executing
+                            anything (counted as ``unavailable_answers``)
 unavailable_envelope        when true, those 503 answers carry the JSON envelope ``{"error":
                             true, "code": 503, "msg": "Service Unavailable", ...}`` instead of
                             a text body (also counted as ``unavailable_envelopes``)
 reset_before_read_rate      share of batchCreate calls whose connection is closed before the
                             body is read: nothing executes, the client sees a reset
                             (``resets_before_read``)
-drop_response_rate          share of batchCreate calls executed whose connection is then closed
-                            without an answer, the ambiguous case (``dropped_responses``)
-error_after_accept_rate     share of batchCreate calls executed (whatever the exchange accepted
-                            or refused), then answered with HTTP ``error_after_accept_status``
-                            (default 500, any 400..599) and the envelope ``{"error": true,
-                            "code": <status>, "msg": "Internal Server Error", "data": null,
-                            "sid": ...}`` (msg: the status's phrase; ``errors_after_accept``)
+drop_response_rate          share of batchCreate and cancel calls (cancelEntrust,
+                            cancelEntrustByCli, batchCancelEntrust, batchCancelWithRes,
+                            cancelAll) executed whose connection is then closed without an
+                            answer, the ambiguous case (``dropped_responses``)
+error_after_accept_rate     share of batchCreate and cancel calls executed (whatever the
+                            exchange accepted, refused or cancelled; a cancel refused for its
+                            parameters did not execute), then answered with HTTP
+                            ``error_after_accept_status`` (default 500, any 400..599) and the
+                            envelope ``{"error": true, "code": <status>, "msg": "Internal
+                            Server Error", "data": null, "sid": ...}`` (msg: the status's
+                            phrase; ``errors_after_accept``)
 answer_delay_s (+ jitter)   seconds between executing a batchCreate (orders placed, fills made,
                             pushes published) and sending its answer, so a match poll can see
                             fills of a batch still unanswered (``answer_delay_jitter_s``:
-                            uniform 0..jitter; counted as ``delayed_answers``)
+                            uniform 0..jitter; counted as ``delayed_answers``); cancels are
+                            answered at once
 omit_result_rate            share of the accepted orders of a successful batchCreate left out
                             of its answer's data list; they did execute (``omitted_results``)
 match_delay_min_s / _max_s  each new match is listed by selectContractMatchPairList only from a
@@ -107,11 +113,11 @@ class Faults:
         return self._hit(self.settings.reset_before_read_rate)
 
     def drop_response(self) -> bool:
-        """Whether this executed batchCreate loses its answer (counted by the caller)."""
+        """Whether this executed batchCreate or cancel loses its answer (counted by the caller)."""
         return self._hit(self.settings.drop_response_rate)
 
     def error_after_accept(self) -> int | None:
-        """The HTTP status replacing this executed batchCreate's answer, or None (counted)."""
+        """The HTTP status replacing this executed batchCreate's or cancel's answer (counted)."""
         s = self.settings
         if self._hit(s.error_after_accept_rate):
             self._counters.errors_after_accept += 1

@@ -55,6 +55,11 @@ def _error_status(_inst: object, attribute: attrs.Attribute[int], value: int) ->
         raise ValueError(f"{attribute.name} is an HTTP error status (400..599), got {value!r}")
 
 
+def _at_least_one(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+
+
 def _default_pairs() -> dict[str, PairSettings]:
     return {
         "ETH-USD": PairSettings(initial_price=Decimal("2000"), contract_pair_id=1),
@@ -188,6 +193,11 @@ class TwinSettings:
     prices: PriceSettings = PriceSettings()
     faults: FaultSettings = attrs.field(factory=FaultSettings)
     ws_queue_limit: int = 10000
+    # The order-management extension (framework/twin/order_management.py): off, its seven
+    # paths answer HTTP 404 like any unknown path.
+    order_management: bool = True
+    max_cancel_ids: int = attrs.field(default=20, validator=_at_least_one)
+    order_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
 
     def __attrs_post_init__(self) -> None:
         """Check what no single field can: pair names, unique keys and ids."""

@@ -12,6 +12,7 @@ import attrs
 
 from framework.twin.book import Book
 from framework.twin.events import Match
+from framework.twin.order_index import OrderIndex
 from framework.twin.settings import PairSettings
 from framework.venue.rules import PairRules
 
@@ -54,7 +55,7 @@ class Position:
 
 @attrs.define(slots=True, eq=False, kw_only=True)
 class Account:
-    """One API client's state: balances, positions, matches and order ids seen."""
+    """One API client's state: balances, positions, matches, orders and order ids seen."""
 
     user_id: int
     address: str | None
@@ -70,6 +71,8 @@ class Account:
     # match_delay fault; entries go once the time has passed.
     listed_from_ms: dict[int, int] = attrs.Factory(dict)
     resting: dict[tuple[str, bool], Decimal] = attrs.Factory(dict)
+    # Every order placed, as the order-management extension reports it (bounded).
+    orders: OrderIndex = attrs.Factory(OrderIndex)
 
 
 @attrs.define(slots=True, eq=False, kw_only=True)

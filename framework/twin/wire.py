@@ -1,5 +1,8 @@
 """The twin's answers on the wire: envelopes, SPEC section 2 objects and section 6 frames.
 
+Also the order record of the order-management extension (its shape is the twin's own, see
+:mod:`framework.twin.order_management`).
+
 Built as plain dicts straight from SPEC.md's field names (not through the framework's codec,
 so the twin stays an independent check of it). Decimals are plain strings (``"10"``, never
 ``"1E+1"``), missing values are ``null``, date-times are ``yyyy-MM-dd HH:mm:ss`` in UTC.
@@ -16,6 +19,7 @@ from typing import Any
 
 from framework.twin.events import BalanceChanged, Match, PositionChanged
 from framework.twin.exchange import Exchange
+from framework.twin.order_index import OrderRecord
 from framework.twin.state import Account, Balance, Position
 from framework.venue.codec import plain_decimal
 
@@ -24,6 +28,7 @@ __all__ = [
     "balance_object",
     "envelope",
     "match_object",
+    "order_object",
     "position_frame",
     "position_object",
     "subscribe_ack",
@@ -139,6 +144,26 @@ def match_object(match: Match) -> dict[str, Any]:
         "openingPrice": plain_decimal(match.opening_price),
         "type": None,
         "restrictPrice": None,
+    }
+
+
+def order_object(record: OrderRecord) -> dict[str, Any]:
+    """An order record of the order-management extension (its shape: the twin's own)."""
+    return {
+        "entrustId": record.order_id,
+        "clientOrderId": record.client_order_id,
+        "pairName": record.pair,
+        "isLong": record.is_long,
+        "isMarket": record.is_market,
+        "matchType": record.match_type,
+        "positionType": record.position_type,
+        "lever": record.lever,
+        "price": _dec(record.price),
+        "quantity": plain_decimal(record.quantity),
+        "filledQuantity": plain_decimal(record.filled),
+        "status": record.status,
+        "createTimeStamp": record.create_ms,
+        "updateTimeStamp": record.update_ms,
     }
 
 

@@ -1,0 +1,267 @@
+"""The order-management extension: cancels, the open-order list and the order query.
+
+The venue has these private endpoints beyond SPEC.md (its public SDK shows paths and
+parameters) but publishes no answer shapes; the shapes below are the twin's own, and they
+are the contract the framework's client is written against. Turn the extension off with the
+setting ``order_management: false``: the seven paths then answer HTTP 404 like any unknown
+path (a venue without the extension).
+
+Calls: POST, parameters in the query string, empty body, signed like SPEC's query-string
+endpoints (names sorted, ``timestamp`` in ms; a missing timestamp is ``2002``, a bad or stale
+one ``2001 Illegal parameter:timestamp``). Answers are SPEC section 2's envelope (error, code,
+msg, data, sid) on HTTP 200. A missing or empty required parameter is ``2002 Required
+parameter:<name>``, a malformed one ``2001 Illegal parameter:<name>``.
+
+==========================================  =================================================
+path                                        parameters
+==========================================  =================================================
+/api/third/order/cancelEntrust              entrustId
+/api/third/order/cancelEntrustByCli         clientOrderId
+/api/third/order/batchCancelEntrust         entrustIds (comma-joined, at most 20)
+/api/third/order/batchCancelWithRes         entrustIds (comma-joined, at most 20)
+/api/third/order/cancelAll                  pairName (optional), isLong (optional)
+/api/third/order/selectContractCurrentEntrustList  pairName, pageNo, pageSize
+/api/third/order/queryOrder                 entrustId
+==========================================  =================================================
+
+Order record (an element of the open-order list; ``data`` of queryOrder and of a successful
+single cancel)::
+
+    {"entrustId": 1000001, "clientOrderId": "c1", "pairName": "ETH-USD", "isLong": true,
+     "isMarket": false, "matchType": 1, "positionType": 3, "lever": 10,
+     "price": "1990" (null for a market order sent without price), "quantity": "1" (as
+     ordered), "filledQuantity": "0.4", "status": "OPEN" | "FILLED" | "CANCELED",
+     "createTimeStamp": <ms>, "updateTimeStamp": <ms of the last change>}
+
+``OPEN``: resting, ``quantity - filledQuantity`` left. ``FILLED``: all of it filled.
+``CANCELED``: ended with less, ``filledQuantity`` may be above 0 (see
+:mod:`framework.twin.order_index`: IOC/market rests, FOK without fill, resting orders
+cancelled by a client or by the twin itself).
+
+* **selectContractCurrentEntrustList**: ``pairName`` required (2002 missing, 2001 unknown);
+  ``pageNo`` from 1 (default 1), ``pageSize`` default 20, at most 100 (above: 2001).
+  ``data = {"list": [OPEN records of the caller on pairName, entrustId ascending],
+  "total": <all OPEN of that pair>, "pageNo": n, "pageSize": n}``.
+* **queryOrder**: ``data`` = the record of any order the account placed in this twin run
+  (open or completed; market, IOC and FOK orders too), else ``2340 Order does not exist``.
+  Orders the twin creates (liquidations) are not the account's: 2340.
+* **cancelEntrust** / **cancelEntrustByCli**: ``data`` = the record after the cancel
+  (``CANCELED``). Unknown, forgotten or another account's order: ``2340 Order does not
+  exist``; already FILLED or CANCELED: ``2341 Order is already completed``.
+* **batchCancelEntrust** and **batchCancelWithRes**: code 200 whenever the call is well
+  formed; ``data`` = one element per requested id, in request order: ``{"entrustId": n,
+  "code": 200 | 2340 | 2341, "msg": "SUCCESS" | ...}``. Ids are cancelled in that order, so
+  a repeated id gets 2341 the second time. More than ``max_cancel_ids`` (20) ids, an empty
+  element or a non-integer: ``2001 Illegal parameter:entrustIds``. The twin gives per-order
+  results on both paths; a client must not rely on batchCancelEntrust having them.
+* **cancelAll**: ``pairName`` optional (unknown: 2001), ``isLong`` optional (``true`` or
+  ``false``, else 2001). ``data = {"entrustIds": [ids cancelled, ascending]}``.
+
+A cancel takes the order out of the book and releases exactly what it froze (its reserve,
+pushed as an api_account change when above 0); a partly filled order cancels its rest.
+A cancel and a fill (a mark move) never interleave: whichever the twin applies first wins,
+so a cancel after the full fill is 2341. Completed orders beyond the newest
+``order_history_limit`` (100000) per account are forgotten (2340).
+
+Faults (:mod:`framework.twin.faults`): latency, busy_rate (2329, nothing executed) and
+unavailable_rate (HTTP 503) apply to all seven paths; drop_response_rate and
+error_after_accept_rate apply to the five cancel paths once they executed (the cancel
+happened, its answer is lost or a 5xx).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from framework.twin import params, wire
+from framework.twin.events import Event
+from framework.twin.exchange import Exchange
+from framework.twin.order_index import OrderIndex, OrderRecord
+from framework.twin.params import Refused
+from framework.twin.settings import TwinSettings
+
+__all__ = [
+    "BATCH_CANCEL_PATH",
+    "BATCH_CANCEL_WITH_RES_PATH",
+    "CANCEL_ALL_PATH",
+    "CANCEL_BY_CLIENT_PATH",
+    "CANCEL_PATH",
+    "OPEN_ORDERS_PATH",
+    "ORDER_COMPLETED",
+    "ORDER_COMPLETED_MSG",
+    "ORDER_MANAGEMENT_PATHS",
+    "ORDER_NOT_FOUND",
+    "ORDER_NOT_FOUND_MSG",
+    "QUERY_ORDER_PATH",
+    "OrderManagement",
+    "Outcome",
+]
+
+CANCEL_PATH: Final = "/api/third/order/cancelEntrust"
+"""Cancel one order by entrustId."""
+CANCEL_BY_CLIENT_PATH: Final = "/api/third/order/cancelEntrustByCli"
+"""Cancel one order by clientOrderId."""
+BATCH_CANCEL_PATH: Final = "/api/third/order/batchCancelEntrust"
+"""Cancel several orders by entrustId."""
+BATCH_CANCEL_WITH_RES_PATH: Final = "/api/third/order/batchCancelWithRes"
+"""Cancel several orders by entrustId, with per-order results."""
+CANCEL_ALL_PATH: Final = "/api/third/order/cancelAll"
+"""Cancel every open order, optionally of one pair and one side."""
+OPEN_ORDERS_PATH: Final = "/api/third/order/selectContractCurrentEntrustList"
+"""The open orders of a pair, paged."""
+QUERY_ORDER_PATH: Final = "/api/third/order/queryOrder"
+"""One order by entrustId."""
+
+ORDER_MANAGEMENT_PATHS: Final = (
+    CANCEL_PATH,
+    CANCEL_BY_CLIENT_PATH,
+    BATCH_CANCEL_PATH,
+    BATCH_CANCEL_WITH_RES_PATH,
+    CANCEL_ALL_PATH,
+    OPEN_ORDERS_PATH,
+    QUERY_ORDER_PATH,
+)
+"""Every path of the extension."""
+
+ORDER_NOT_FOUND: Final = 2340
+"""Code of an order the account does not have (never placed, another's, or forgotten)."""
+ORDER_NOT_FOUND_MSG: Final = "Order does not exist"
+"""Message of ORDER_NOT_FOUND."""
+ORDER_COMPLETED: Final = 2341
+"""Code of a cancel of an order already FILLED or CANCELED."""
+ORDER_COMPLETED_MSG: Final = "Order is already completed"
+"""Message of ORDER_COMPLETED."""
+
+_MESSAGES: Final = {
+    200: "SUCCESS",
+    ORDER_NOT_FOUND: ORDER_NOT_FOUND_MSG,
+    ORDER_COMPLETED: ORDER_COMPLETED_MSG,
+}
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Outcome:
+    """One call's answer (code, msg, data), the events it caused, and whether it executed."""
+
+    code: int
+    msg: str
+    data: Any
+    events: list[Event]
+    executed: bool
+
+
+@attrs.define(slots=True)
+class _Call:
+    """What one call works with: the account's orders, its parameters, time and events."""
+
+    orders: OrderIndex
+    params: Mapping[str, str]
+    now_ms: int
+    events: list[Event] = attrs.Factory(list)
+
+
+class OrderManagement:
+    """Answers the extension's calls from the exchange's order records; cancels through it."""
+
+    def __init__(self, exchange: Exchange, settings: TwinSettings) -> None:
+        """Bind to the exchange; page sizes and the id limit come from settings."""
+        self.exchange = exchange
+        self._default_page_size = settings.default_page_size
+        self._max_page_size = settings.max_page_size
+        self._max_ids = settings.max_cancel_ids
+        self._handlers: dict[str, tuple[Callable[[_Call], Any], bool]] = {
+            CANCEL_PATH: (self._cancel_by_id, True),
+            CANCEL_BY_CLIENT_PATH: (self._cancel_by_client_id, True),
+            BATCH_CANCEL_PATH: (self._batch_cancel, True),
+            BATCH_CANCEL_WITH_RES_PATH: (self._batch_cancel, True),
+            CANCEL_ALL_PATH: (self._cancel_all, True),
+            OPEN_ORDERS_PATH: (self._open_orders, False),
+            QUERY_ORDER_PATH: (self._query, False),
+        }
+
+    def handle(self, path: str, user_id: int, query: Mapping[str, str], now_ms: int) -> Outcome:
+        """Answer one call of path for an authenticated account (timestamp already checked)."""
+        handler, cancels = self._handlers[path]
+        call = _Call(self.exchange.accounts[user_id].orders, query, now_ms)
+        try:
+            data = handler(call)
+        except Refused as exc:
+            # Parameter refusals come before anything is cancelled; 2340/2341 after.
+            executed = cancels and exc.code in _MESSAGES
+            return Outcome(
+                code=exc.code, msg=exc.msg, data=None, events=call.events, executed=executed
+            )
+        return Outcome(code=200, msg="SUCCESS", data=data, events=call.events, executed=cancels)
+
+    # -- cancels -----------------------------------------------------------------------------
+
+    def _cancel(self, call: _Call, record: OrderRecord | None) -> int:
+        """Cancel one record of the caller: 200, or 2340 / 2341 with nothing changed."""
+        if record is None:
+            return ORDER_NOT_FOUND
+        if record.resting is None:
+            return ORDER_COMPLETED
+        call.events.extend(self.exchange.cancel_resting(record.resting, call.now_ms))
+        return 200
+
+    def _one(self, call: _Call, record: OrderRecord | None) -> dict[str, Any]:
+        code = self._cancel(call, record)
+        if code != 200:
+            raise Refused(code, msg=_MESSAGES[code])
+        assert record is not None
+        return wire.order_object(record)
+
+    def _cancel_by_id(self, call: _Call) -> dict[str, Any]:
+        order_id = params.required_id(call.params, "entrustId")
+        return self._one(call, call.orders.get(order_id))
+
+    def _cancel_by_client_id(self, call: _Call) -> dict[str, Any]:
+        client_id = params.required(call.params, "clientOrderId")
+        return self._one(call, call.orders.by_client_id(client_id))
+
+    def _batch_cancel(self, call: _Call) -> list[dict[str, Any]]:
+        ids = params.id_list(call.params, "entrustIds", limit=self._max_ids)
+        results = []
+        for order_id in ids:
+            code = self._cancel(call, call.orders.get(order_id))
+            results.append({"entrustId": order_id, "code": code, "msg": _MESSAGES[code]})
+        return results
+
+    def _cancel_all(self, call: _Call) -> dict[str, Any]:
+        pair = call.params.get("pairName") or None
+        if pair is not None and pair not in self.exchange.markets:
+            raise Refused(2001, "pairName")
+        is_long = params.flag(call.params, "isLong")
+        cancelled = []
+        for record in call.orders.open_orders(pair):
+            if is_long is None or record.is_long == is_long:
+                self._cancel(call, record)
+                cancelled.append(record.order_id)
+        return {"entrustIds": cancelled}
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def _open_orders(self, call: _Call) -> dict[str, Any]:
+        pair = params.required(call.params, "pairName")
+        if pair not in self.exchange.markets:
+            raise Refused(2001, "pairName")
+        page_no, page_size = params.page(
+            call.params, default_size=self._default_page_size, max_size=self._max_page_size
+        )
+        found = call.orders.open_orders(pair)
+        start = (page_no - 1) * page_size
+        return {
+            "list": [wire.order_object(r) for r in found[start : start + page_size]],
+            "total": len(found),
+            "pageNo": page_no,
+            "pageSize": page_size,
+        }
+
+    def _query(self, call: _Call) -> dict[str, Any]:
+        record = call.orders.get(params.required_id(call.params, "entrustId"))
+        if record is None:
+            raise Refused(ORDER_NOT_FOUND, msg=ORDER_NOT_FOUND_MSG)
+        return wire.order_object(record)
