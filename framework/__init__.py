@@ -9,9 +9,11 @@ Everything listed in ``__all__`` is stable API; other modules are the framework'
 
 from __future__ import annotations
 
+from framework.engine.cancels import OpenOrder
 from framework.engine.events import (
     AccountChanged,
     BalanceSynced,
+    CancelRejected,
     ConnectionChanged,
     Event,
     MatchFilled,
@@ -43,6 +45,7 @@ __all__ = [
     "AccountPush",
     "Balance",
     "BalanceSynced",
+    "CancelRejected",
     "ChangeType",
     "ConnectionChanged",
     "Direction",
@@ -50,6 +53,7 @@ __all__ = [
     "MatchFilled",
     "MatchRecord",
     "MatchType",
+    "OpenOrder",
     "OrderIntent",
     "OrderStatus",
     "OrderUpdate",

@@ -101,6 +101,15 @@ class Batcher(Generic[T, B]):
         self.queue.append(item)
         self.queued_ms.append(now_ms)
 
+    def remove(self, item: T) -> bool:
+        """Take a queued item out of the queue (identity); False when it is not queued."""
+        for i, queued in enumerate(self.queue):
+            if queued is item:
+                del self.queue[i]
+                del self.queued_ms[i]
+                return True
+        return False
+
     @property
     def retrying(self) -> int:
         """How many batches wait to be retried."""

@@ -22,6 +22,7 @@ from framework.venue.models import AccountBalance, AccountPush, MatchRecord, Pos
 __all__ = [
     "AccountChanged",
     "BalanceSynced",
+    "CancelRejected",
     "ConnectionChanged",
     "Event",
     "MatchFilled",
@@ -95,6 +96,19 @@ class OrderUpdate(msgspec.Struct, frozen=True):
         return f"OrderUpdate({shown})"
 
 
+class CancelRejected(msgspec.Struct, frozen=True, gc=False):
+    """A cancel did not happen; the order keeps its state (delivered to its strategy).
+
+    ``code``: the venue's code, or the framework's (9020 nothing to cancel, 9021 another
+    strategy's order, 9022 the venue offers no cancels, 9023 the answer did not say).
+    """
+
+    client_order_id: str
+    strategy: str
+    code: int | None
+    msg: str
+
+
 class Timer(msgspec.Struct, frozen=True, gc=False):
     """A timer a strategy scheduled has fired."""
 
@@ -131,6 +145,7 @@ Event = (
     | BalanceSynced
     | MatchFilled
     | OrderUpdate
+    | CancelRejected
     | Timer
     | ConnectionChanged
     | Started

@@ -49,6 +49,14 @@ from typing import Final
 
 from framework.engine import recovery
 from framework.engine.batching import Batcher, backoff_s
+from framework.engine.cancels import (
+    CancelAnswer,
+    CancelBatch,
+    Canceller,
+    OpenOrder,
+    VenueOrder,
+    open_orders,
+)
 from framework.engine.client_ids import ClientIdError, ClientIdGenerator
 from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
@@ -116,6 +124,14 @@ class ExecutionEngine:
             ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms
         )
         self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
+        self.cancels = Canceller(
+            ledger=ledger,
+            outcomes=outcomes,
+            publish=publish,
+            now_ms=now_ms,
+            unqueue=self._batcher.remove,
+            max_batch=settings.cancel_batch,
+        )
         self._c = outcomes.counts
         self._user_ids: set[str] = set()
         self._next_batch_id = 1
@@ -135,8 +151,10 @@ class ExecutionEngine:
     @kill_switch.setter
     def kill_switch(self, on: bool) -> None:
         if on and not self._risk.kill_switch:
-            log.warning("kill switch ON: every new intent is refused")
+            log.warning("kill switch ON: every new intent is refused, every open order cancelled")
         self._risk.kill_switch = on
+        if on and self.cancels.available and self.cancel_all(None) and self.on_ready is not None:
+            self.on_ready()
 
     def _now_dt(self, now_ms: int) -> datetime:
         if now_ms != self._dt_ms:
@@ -313,6 +331,7 @@ class ExecutionEngine:
                 outcomes.reject(list(members.values()), MISSING_FROM_ANSWER, msg, now, rows, events)
         outcomes.emit(rows, events)
         fills.release_early()
+        self._answered(batch)
 
     def on_failure(self, batch: Batch, exc: BaseException) -> None:
         """Handle a whole-call failure: retry, reject every intent, or mark them UNKNOWN."""
@@ -367,6 +386,63 @@ class ExecutionEngine:
             outcomes.to_unknown(entries, now, rows, events)
         outcomes.emit(rows, events)
         fills.release_early()
+        self._answered(batch)
+
+    def _answered(self, batch: Batch) -> None:
+        """Cancels that waited for these creates' answers go on (or end)."""
+        cancels = self.cancels
+        for entry in batch.entries:
+            cancels.create_answered(entry)
+        if cancels.pending and self.on_ready is not None:
+            self.on_ready()
+
+    # -- cancels (an extension beyond SPEC.md: framework.engine.cancels) ------------------
+
+    def cancel(self, strategy: str | None, client_order_id: str) -> bool:
+        """Ask for the cancel of one order (see framework.engine.cancels); never raises."""
+        asked = self.cancels.cancel(strategy, client_order_id)
+        if asked and self.cancels.pending and self.on_ready is not None:
+            self.on_ready()
+        return asked
+
+    def cancel_all(self, strategy: str | None, pair: str | None = None) -> int:
+        """Cancel every open order of strategy (every strategy: None) on pair (None: all)."""
+        count = self.cancels.cancel_all(strategy, pair)
+        if self.cancels.pending and self.on_ready is not None:
+            self.on_ready()
+        return count
+
+    def open_orders(self, strategy: str | None = None, pair: str | None = None) -> list[OpenOrder]:
+        """The ACCEPTED orders that may rest (GTC, POST_ONLY), oldest first."""
+        return open_orders(self._ledger, strategy, pair)
+
+    def next_cancels(self) -> CancelBatch | None:
+        """The next cancel call to send, if any (the driver sends it and answers below)."""
+        return self.cancels.next_batch()
+
+    def on_cancel_answers(self, batch: CancelBatch, answers: dict[int | str, CancelAnswer]) -> None:
+        """Per-order answers to a cancel call; orders it does not cover are queried."""
+        self.cancels.on_answers(batch, answers)
+        self.flush()
+
+    def on_cancel_failure(
+        self, batch: CancelBatch, *, code: int | None, msg: str, unavailable: bool = False
+    ) -> None:
+        """A whole cancel call failed: refused with code, unavailable (404), or unknown."""
+        self.cancels.on_failure(batch, code=code, msg=msg, unavailable=unavailable)
+        self.flush()
+
+    def apply_order_record(self, record: VenueOrder) -> str:
+        """An order record from the venue (queryOrder, open orders) taken as evidence."""
+        what = self.cancels.apply_record(record)
+        self.flush()
+        return what
+
+    def adopt(self, pair: str, records: list[VenueOrder]) -> dict[str, int]:
+        """Reconcile pair's tracked orders with the venue's open-order list (at start)."""
+        counts = self.cancels.adopt(pair, records)
+        self.flush()
+        return counts
 
     # -- time ---------------------------------------------------------------------------
 

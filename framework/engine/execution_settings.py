@@ -42,4 +42,8 @@ class ExecutionSettings:
         default="unknown", validator=_missing_result
     )
     pending_max_age_s: float | None = None
+    cancel_batch: int = attrs.field(default=20, validator=_positive)
+    """Order ids per batchCancelEntrust call (the venue's limit is not published)."""
+    cancel_on_stop: bool = False
+    """At a graceful stop, cancel every open order the strategies placed."""
     risk: RiskSettings = attrs.field(factory=RiskSettings)

@@ -19,6 +19,9 @@ class OrderStatus(enum.StrEnum):
     (same pair, side and quantity) when matches of the group were seen: the group's fills are
     counted (``OrderUpdate.group_filled`` of ``len(OrderUpdate.group)``), but which of its
     intents filled is unknowable, since a match carries no clientOrderId.
+
+    CANCELED ends an order the venue withdrew at a cancel (an extension beyond SPEC.md): what
+    had filled before stays filled (``OrderUpdate.msg`` says how much).
     """
 
     PENDING = "PENDING"
@@ -28,6 +31,7 @@ class OrderStatus(enum.StrEnum):
     FILLED = "FILLED"
     AMBIGUOUS = "AMBIGUOUS"
     LOST = "LOST"
+    CANCELED = "CANCELED"
 
 
 TERMINAL = frozenset(
@@ -37,6 +41,7 @@ TERMINAL = frozenset(
         OrderStatus.FILLED,
         OrderStatus.AMBIGUOUS,
         OrderStatus.LOST,
+        OrderStatus.CANCELED,
     }
 )
 """Statuses after which the execution engine never sends the intent again."""

@@ -131,7 +131,10 @@ class Kernel:
         submit defaults to the engine's; a runtime may wrap it (the live node measures
         push-to-submit latency). A constructor that raises is a StrategyBuildError.
         """
-        context = BasicContext(self.portfolio, self.clock, submit or self.engine.submit, schedule)
+        engine = self.engine
+        context = BasicContext(
+            self.portfolio, self.clock, submit or engine.submit, schedule, orders=engine
+        )
         built: list[Strategy] = []
         if factories is not None:
             for i, factory in enumerate(factories):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Final
 
 from framework.engine.events import Event, OrderUpdate
@@ -39,6 +40,10 @@ COUNTER_NAMES: Final = (
     "matches_external",
     "matches_held",
     "matches_ambiguous",
+    "orders_canceled",
+    "cancels_sent",
+    "cancels_rejected",
+    "orders_adopted",
 )
 """Every counter ``ExecutionEngine.counters()`` reports."""
 
@@ -47,6 +52,8 @@ UNKNOWN: Final = OrderStatus.UNKNOWN
 FILLED: Final = OrderStatus.FILLED
 AMBIGUOUS: Final = OrderStatus.AMBIGUOUS
 LOST: Final = OrderStatus.LOST
+ACCEPTED: Final = OrderStatus.ACCEPTED
+CANCELED: Final = OrderStatus.CANCELED
 
 
 class Outcomes:
@@ -145,6 +152,52 @@ class Outcomes:
         event = OrderUpdate(
             entry.client_order_id, FILLED, entry.strategy, entry.order_id, None, None, entry.intent
         )
+        self.emit([row], [event])
+
+    def canceled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:
+        """CANCELED: the orders leave the book; what had filled stays filled (matches tell)."""
+        now = self._now_ms()
+        rows: list[StatusRow] = []
+        events: list[OrderUpdate] = []
+        for e in entries:
+            if filled is not None and filled > e.filled:
+                e.filled = filled
+                if self._journal is not None:
+                    self._journal.set_filled(e.client_order_id, filled)
+            self.unbook(e)
+            e.status = CANCELED
+            self.ledger.drop(e)
+            msg = f"{why}; filled {e.filled} of {e.order.quantity}"
+            rows.append((CANCELED, e.order_id, None, msg, now, e.client_order_id))
+            events.append(
+                OrderUpdate(e.client_order_id, CANCELED, e.strategy, e.order_id, None, msg,
+                            e.intent)
+            )  # fmt: skip
+        self.counts["orders_canceled"] += len(entries)
+        self.emit(rows, events)
+
+    def settle_filled(self, entry: LiveOrder, why: str) -> None:
+        """FILLED on the venue's word for the order itself (its matches link to it later)."""
+        self.unbook(entry)
+        entry.filled = entry.order.quantity
+        log.info("order %s: %s -> FILLED", entry.client_order_id, why)
+        self.filled(entry)
+
+    def found_open(self, entry: LiveOrder, filled: Decimal | None) -> None:
+        """An UNKNOWN order the venue lists by its clientOrderId: ACCEPTED on that evidence."""
+        self.ledger.clear_doubt(entry)
+        entry.status = ACCEPTED
+        if filled is not None and filled > entry.filled:
+            entry.filled = filled
+        msg = "found resting at the venue by its clientOrderId"
+        log.warning("UNKNOWN order %s %s -> ACCEPTED", entry.client_order_id, msg)
+        self.counts["orders_adopted"] += 1
+        row: StatusRow = (ACCEPTED, entry.order_id, None, msg, self._now_ms(),
+                          entry.client_order_id)  # fmt: skip
+        event = OrderUpdate(
+            entry.client_order_id, ACCEPTED, entry.strategy, entry.order_id, None, msg,
+            entry.intent,
+        )  # fmt: skip
         self.emit([row], [event])
 
     def lost(self, expired: list[LiveOrder], window_s: float) -> None:

@@ -211,6 +211,10 @@ class Ledger:
             group = self.groups[key] = DoubtGroup(key)
         group.members[entry.client_order_id] = entry
 
+    def clear_doubt(self, entry: LiveOrder) -> None:
+        """The intent is no longer in doubt (evidence named it); it stays tracked."""
+        self._undoubt(entry)
+
     def _undoubt(self, entry: LiveOrder) -> None:
         coid = entry.client_order_id
         if self.unknown.pop(coid, None) is None:
@@ -225,13 +229,13 @@ class Ledger:
                     self.claimed.pop(order_id, None)
 
     def drop(self, entry: LiveOrder) -> None:
-        """Stop tracking an intent (final); a filled order's id is remembered for a while."""
+        """Stop tracking an intent (final); a filled or cancelled order's id is remembered."""
         coid = entry.client_order_id
         self.live.pop(coid, None)
         self._undoubt(entry)
         if entry.order_id is not None:
             self.by_order_id.pop(entry.order_id, None)
-            if entry.status is OrderStatus.FILLED:
+            if entry.status is OrderStatus.FILLED or entry.status is OrderStatus.CANCELED:
                 self._remember(entry.order_id, (coid, entry.strategy, ()))
 
     def _remember(self, order_id: int, link: Link) -> None:

@@ -24,9 +24,11 @@ import attrs
 import msgspec
 
 from framework.engine.bus import Bus
+from framework.engine.cancels import OpenOrder
 from framework.engine.clock import Clock
 from framework.engine.events import (
     AccountChanged,
+    CancelRejected,
     MatchFilled,
     OrderUpdate,
     PositionChanged,
@@ -41,6 +43,7 @@ from framework.venue.models import AccountPush, MatchRecord, PositionPush
 
 __all__ = [
     "BasicContext",
+    "OrderDesk",
     "Strategy",
     "StrategyContext",
     "StrategyLoadError",
@@ -69,6 +72,27 @@ class StrategyContext(Protocol):
         """Publish Timer(name, strategy) every every_s seconds."""
         ...
 
+    @property
+    def orders(self) -> OrderDesk | None:
+        """Cancels and open orders (the execution engine); None where there is none."""
+        ...
+
+
+class OrderDesk(Protocol):
+    """What a strategy may ask of the execution engine besides submitting (cancels)."""
+
+    def cancel(self, strategy: str | None, client_order_id: str) -> bool:
+        """Ask for the cancel of one order of strategy."""
+        ...
+
+    def cancel_all(self, strategy: str | None, pair: str | None = None) -> int:
+        """Cancel every open order of strategy (of pair, or every pair)."""
+        ...
+
+    def open_orders(self, strategy: str | None = None, pair: str | None = None) -> list[OpenOrder]:
+        """The open (resting) orders of strategy and pair."""
+        ...
+
 
 @attrs.define
 class BasicContext:
@@ -78,6 +102,7 @@ class BasicContext:
     clock: Clock
     submitter: Callable[[str, OrderIntent], str]
     scheduler: Callable[[str, str, float], None] | None = None
+    orders: OrderDesk | None = None
 
     def submit(self, strategy: str, intent: OrderIntent) -> str:
         """Delegate to submitter(strategy, intent)."""
@@ -141,6 +166,9 @@ class Strategy:
     def on_timer(self, name: str) -> None:
         """A timer this strategy scheduled fired."""
 
+    def on_cancel_rejected(self, event: CancelRejected) -> None:
+        """A cancel of one of this strategy's orders did not happen (code and msg say why)."""
+
     def on_stop(self) -> None:
         """The node is stopping: last chance to log or submit."""
 
@@ -163,6 +191,25 @@ class Strategy:
         """Queue several intents in order; returns their client_order_ids."""
         submit = self._context.submit
         return [submit(self.name, intent) for intent in intents]
+
+    def cancel(self, client_order_id: str) -> bool:
+        """Cancel one of this strategy's orders; the outcome arrives as on_order (CANCELED)
+        or on_cancel_rejected. False when refused at once (on_cancel_rejected has run)."""
+        return self._desk().cancel(self.name, client_order_id)
+
+    def cancel_all(self, pair: str | None = None) -> int:
+        """Cancel every open order of this strategy (on pair, or on every pair)."""
+        return self._desk().cancel_all(self.name, pair)
+
+    def open_orders(self, pair: str | None = None) -> list[OpenOrder]:
+        """This strategy's open (resting) orders, oldest first, adopted ones included."""
+        return self._desk().open_orders(self.name, pair)
+
+    def _desk(self) -> OrderDesk:
+        desk: OrderDesk | None = getattr(self._context, "orders", None)
+        if desk is None:
+            raise RuntimeError("this runtime has no execution engine for cancels")
+        return desk
 
     def now(self) -> datetime:
         """The current time of the runtime (virtual in a backtest)."""
@@ -295,6 +342,15 @@ def attach(bus: Bus, strategy: Strategy) -> None:
                 on_order(e)
 
         bus.subscribe(OrderUpdate, _hook(order, "on_order"), owner=name)
+
+    if _overrides(strategy, "on_cancel_rejected"):
+        on_cancel_rejected = strategy.on_cancel_rejected
+
+        def cancel_rejected(e: CancelRejected) -> None:
+            if e.strategy == name:
+                on_cancel_rejected(e)
+
+        bus.subscribe(CancelRejected, _hook(cancel_rejected, "on_cancel_rejected"), owner=name)
 
     if _overrides(strategy, "on_timer"):
         on_timer = strategy.on_timer

@@ -122,13 +122,16 @@ def test_kill_switch_refuses_every_new_intent() -> None:
 def test_kill_switch_at_run_time() -> None:
     engine, events, _ = engine_with()
     engine.submit("s", order())
-    engine.kill_switch = True
+    engine.kill_switch = True  # the queued resting order is withdrawn before it is sent
     engine.submit("s", order())
-    assert [e.status for e in events if isinstance(e, OrderUpdate)] == [OrderStatus.REJECTED]
+    assert [e.status for e in events if isinstance(e, OrderUpdate)] == [
+        OrderStatus.CANCELED,
+        OrderStatus.REJECTED,
+    ]
     engine.kill_switch = False
     engine.submit("s", order())
     batch = engine.next_batch()
-    assert batch is not None and len(batch.orders) == 2
+    assert batch is not None and len(batch.orders) == 1
 
 
 def test_max_open_quantity_counts_unanswered_and_resting_orders() -> None:
