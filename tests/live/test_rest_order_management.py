@@ -1,4 +1,4 @@
-"""RestClient's order-management calls over real sockets, against a canned local server."""
+"""RestClient's order-management calls over real sockets: a canned local server, then the twin."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import orjson
 import pytest
 
 from framework.live.rest import RestClient
+from framework.twin.demo import DEMO_API_KEY
+from framework.twin.server import VenueTwin
+from framework.twin.settings import PriceSettings, TwinSettings
 from framework.venue.errors import (
     AmbiguousOutcome,
     ExtensionUnavailable,
@@ -19,6 +22,7 @@ from framework.venue.errors import (
     ServerFault,
     TooManyPages,
 )
+from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.order_management import OrderState
 from framework.venue.requests import (
     BATCH_CANCEL_PATH,
@@ -30,7 +34,7 @@ from framework.venue.requests import (
     QUERY_ORDER_PATH,
     OrderManagementPaths,
 )
-from framework.venue.signing import Secp256k1Signer
+from framework.venue.signing import Secp256k1Signer, Signer
 from tests.live.signing_server import recover
 
 # A throwaway key published in eth-account's documentation: test data, never real funds.
@@ -323,3 +327,65 @@ async def test_configured_paths_and_the_observer() -> None:
         await rest.cancel_order(3)
     assert server.lines() == [f"POST /x/cancel?entrustId=3&timestamp={TS} HTTP/1.1"]
     assert seen == [("/x/cancel", "entrustId=3", envelope(None))]
+
+
+# ---------------------------------------------------------------------------- the venue twin
+
+
+def resting(i: int) -> OrderInput:
+    """A buy limit far below the twin's ETH-USD price (2000): it rests."""
+    return OrderInput(
+        client_order_id=f"rest-{i}",
+        is_long=True,
+        is_market=False,
+        lever=10,
+        match_type=MatchType.GTC,
+        pair_name="ETH-USD",
+        position_type=PositionType.ISOLATED,
+        price=Decimal("1000"),
+        quantity=Decimal("0.01"),
+    )
+
+
+async def test_twin_round_trip(rest: RestClient) -> None:
+    placed = await rest.batch_create([resting(i) for i in range(5)])
+    ids = [r.order_id for r in placed]
+    listed = await rest.all_open_orders("ETH-USD", page_size=2)
+    assert sorted(o.entrust_id for o in listed) == sorted(ids)
+    assert {o.client_order_id for o in listed} == {f"rest-{i}" for i in range(5)}
+    assert all(o.state is OrderState.OPEN and o.price == Decimal("1000") for o in listed)
+    queried = await rest.query_order(ids[0])
+    assert queried is not None and queried.remaining == Decimal("0.01")
+
+    canceled = await rest.cancel_order(ids[0])
+    assert canceled is not None and canceled.state is OrderState.CANCELED
+    with pytest.raises(OrderStateError) as done:
+        await rest.cancel_order(ids[0])
+    assert done.value.order_done
+    by_client = await rest.cancel_by_client_id("rest-1")
+    assert by_client is not None and by_client.entrust_id == ids[1]
+
+    report = await rest.batch_cancel([ids[2], ids[0]], with_results=True)
+    assert [(r.entrust_id, r.ok, r.order_done) for r in report.results] == [
+        (ids[2], True, False),
+        (ids[0], False, True),
+    ]
+    assert report.unreported == ()
+    assert await rest.cancel_all(pair="ETH-USD", is_long=True) == tuple(sorted(ids[3:]))
+    assert await rest.all_open_orders("ETH-USD") == []
+    with pytest.raises(OrderStateError) as missing:
+        await rest.query_order(max(ids) + 1000)
+    assert missing.value.order_missing
+
+
+async def test_twin_without_the_extension_answers_unavailable(demo_signer: Signer) -> None:
+    settings = TwinSettings(prices=PriceSettings(tick_interval=0), order_management=False)
+    async with (
+        VenueTwin(settings, host="127.0.0.1", port=0) as twin,
+        RestClient(twin.base_url, DEMO_API_KEY, demo_signer) as rest,
+    ):
+        with pytest.raises(ExtensionUnavailable) as err:
+            await rest.open_orders("ETH-USD")
+        assert err.value.http_status == 404
+        with pytest.raises(ExtensionUnavailable):
+            await rest.cancel_all()
