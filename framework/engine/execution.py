@@ -62,14 +62,13 @@ from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.fills import FillLinker
 from framework.engine.intents import OrderIntent, OrderStatus
-from framework.engine.journaling import JournalEntry, JournalProtocol, StatusRow
+from framework.engine.journaling import JournalProtocol, StatusRow
 from framework.engine.outcomes import COUNTER_NAMES, Outcomes
-from framework.engine.reconcile import Batch, Ledger, LiveOrder, order_input, revive
+from framework.engine.reconcile import Batch, Ledger, LiveOrder, order_input
 from framework.engine.risk import (
     FRAMEWORK_CODES,
     MISSING_FROM_ANSWER,
     NOT_SENT,
-    PENDING_EXPIRED,
     STOPPING,
     RiskGate,
     is_resting,
@@ -136,6 +135,8 @@ class ExecutionEngine:
         self._user_ids: set[str] = set()
         self._next_batch_id = 1
         self._recovered = journal is None
+        self._restored = journal is None
+        self._resend = 0
         self._closed = False
         self._dt_ms = -1
         self._dt = datetime.fromtimestamp(0, UTC)
@@ -432,6 +433,11 @@ class ExecutionEngine:
         self.cancels.on_failure(batch, code=code, msg=msg, unavailable=unavailable)
         self.flush()
 
+    def on_cancel_error(self, batch: CancelBatch, exc: BaseException) -> None:
+        """A cancel call raised: refused, unavailable, not sent, or outcome unknown."""
+        self.cancels.on_error(batch, exc)
+        self.flush()
+
     def apply_order_record(self, record: VenueOrder) -> str:
         """An order record from the venue (queryOrder, open orders) taken as evidence."""
         what = self.cancels.apply_record(record)
@@ -493,16 +499,17 @@ class ExecutionEngine:
 
     # -- restart ------------------------------------------------------------------------
 
-    def recover(self) -> int:
-        """Reload the journal's open intents (once) by the plan of framework.engine.recovery.
+    def restore(self) -> None:
+        """Load the journal's open intents (once) without telling anyone yet.
 
-        Unsent intents are queued again (9012 when too old), ACCEPTED ones tracked again,
-        the rest UNKNOWN (never resent); then the matches the journal kept are decided again.
-        Returns how many intents were queued to be sent. Publishes: call it after Started.
+        After it, open_orders() shows the journal's resting orders (so the open-order list
+        can be adopted before strategies start); the updates it makes are held until
+        recover(), which publishes them in order.
         """
-        if self._recovered:
-            return 0
-        self._recovered = True
+        if self._restored:
+            return
+        self._restored = True
+        self._outcomes.hold()
         journal = self._journal
         assert journal is not None
         now = self._now_ms()
@@ -513,49 +520,32 @@ class ExecutionEngine:
             pending_max_age_s=self.settings.pending_max_age_s,
             live=ledger.live,
         )
-        rows: list[StatusRow] = []
-        events: list[OrderUpdate] = []
+        self._resend = recovery.carry_out(
+            todo,
+            ledger=ledger,
+            outcomes=outcomes,
+            risk=risk,
+            queue=self._batcher.push,
+            now_ms=now,
+            pending_max_age_s=self.settings.pending_max_age_s,
+            chosen_id=self._user_ids.add,
+        )
 
-        def revived(saved: JournalEntry) -> LiveOrder:
-            if saved.intent.client_order_id is not None:
-                self._user_ids.add(saved.client_order_id)
-            return revive(saved, risk.reference_price, risk.tracks_exposure)
+    def recover(self) -> int:
+        """Restore (if not yet), publish what it found, then decide the kept matches (once).
 
-        for saved in todo.expired:
-            entry = revived(saved)
-            entry.booked = False
-            msg = FRAMEWORK_CODES[PENDING_EXPIRED].format(self.settings.pending_max_age_s)
-            outcomes.reject([entry], PENDING_EXPIRED, msg, now, rows, events)
-        tracked: list[LiveOrder] = []
-        for saved in todo.resend:
-            entry = revived(saved)
-            self._batcher.push(entry, now)
-            tracked.append(entry)
-        for saved in todo.accepted:
-            entry = revived(saved)
-            if saved.order_id is not None:
-                ledger.bind(entry, saved.order_id)
-            entry.booked = entry.booked and is_resting(entry.order)
-            tracked.append(entry)
-        unanswered = [revived(saved) for saved in todo.unanswered]
-        in_doubt = [revived(saved) for saved in todo.in_doubt]
-        for entry in [*tracked, *unanswered, *in_doubt]:
-            ledger.add(entry)
-            if entry.booked:
-                remaining = entry.order.quantity - entry.filled
-                risk.book(entry.order.pair_name, max(remaining, Decimal(0)), entry.price)
-        for entry in in_doubt:
-            ledger.doubt(entry, now)
-        if unanswered:
-            log.error(
-                "restart: %d intents were sent without a recorded answer -> UNKNOWN",
-                len(unanswered),
-            )
-            outcomes.to_unknown(unanswered, now, rows, events)
-        if todo.resend:
-            log.warning("restart: %d journaled intents never left; sending them now",
-                        len(todo.resend))  # fmt: skip
-        outcomes.emit(rows, events)
+        By the plan of framework.engine.recovery: unsent intents are queued again (9012 when
+        too old), ACCEPTED ones tracked again, the rest UNKNOWN (never resent); then the
+        matches the journal kept are decided again. Returns how many intents were queued to
+        be sent. Publishes: call it after Started.
+        """
+        if self._recovered:
+            return 0
+        self.restore()
+        self._recovered = True
+        self._outcomes.release()
+        journal = self._journal
+        assert journal is not None
         kept = journal.load_matches(self._ids.node)
         if kept:
             log.warning(
@@ -566,9 +556,9 @@ class ExecutionEngine:
         for match, delivered in kept:
             self._fills.recover_match(match, delivered)
         self.flush()
-        if todo.resend and self.on_ready is not None:
+        if (self._resend or self.cancels.pending) and self.on_ready is not None:
             self.on_ready()
-        return len(todo.resend)
+        return self._resend
 
     # -- introspection ------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ CANCELED: Final = OrderStatus.CANCELED
 class Outcomes:
     """Records and tells intents' transitions; holds the engine's counters and dirty flag."""
 
-    __slots__ = ("_journal", "_now_ms", "_publish", "counts", "dirty", "ledger", "risk")
+    __slots__ = ("_held", "_journal", "_now_ms", "_publish", "counts", "dirty", "ledger", "risk")
 
     def __init__(
         self,
@@ -77,6 +77,18 @@ class Outcomes:
         self._now_ms = now_ms
         self.counts = dict.fromkeys(COUNTER_NAMES, 0)
         self.dirty = False  # journal writes buffered since the last commit
+        self._held: list[OrderUpdate] | None = None
+
+    def hold(self) -> None:
+        """Keep the updates made from now on until release() (restart, before on_start)."""
+        if self._held is None:
+            self._held = []
+
+    def release(self) -> None:
+        """Publish the held updates in the order they were made; publish at once again."""
+        held, self._held = self._held, None
+        for event in held or ():
+            self._publish(event)
 
     def flush(self) -> None:
         """Commit buffered journal writes."""
@@ -89,6 +101,9 @@ class Outcomes:
         if self._journal is not None and rows:
             self._journal.update(rows)
             self.dirty = True
+        if self._held is not None:
+            self._held.extend(events)
+            return
         publish = self._publish
         for event in events:
             publish(event)

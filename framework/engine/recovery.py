@@ -1,7 +1,9 @@
-"""Restart recovery, as a plan: what becomes of each open intent the journal holds.
+"""Restart recovery: what becomes of each open intent the journal holds, planned and done.
 
 :func:`plan` sorts the journal's open intents of this node (pure, from public records only);
-:meth:`framework.engine.execution.ExecutionEngine.recover` carries the plan out:
+:func:`carry_out` does it on the engine's public collaborators (ledger, outcomes, risk
+gate, the batcher's queue), called by
+:meth:`framework.engine.execution.ExecutionEngine.restore`:
 
 * PENDING and never sent: sent again (``resend``), or refused with 9012 when older than
   ``pending_max_age_s`` (``expired``);
@@ -14,14 +16,22 @@ Intents the running process already tracks (submitted before recovery ran) are l
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+import logging
+from collections.abc import Callable, Container, Iterable
+from decimal import Decimal
 
 import attrs
 
+from framework.engine.events import OrderUpdate
 from framework.engine.intents import OrderStatus
-from framework.engine.journaling import JournalEntry
+from framework.engine.journaling import JournalEntry, StatusRow
+from framework.engine.outcomes import Outcomes
+from framework.engine.reconcile import Ledger, LiveOrder, revive
+from framework.engine.risk import FRAMEWORK_CODES, PENDING_EXPIRED, RiskGate, is_resting
 
-__all__ = ["RecoveryPlan", "plan"]
+__all__ = ["RecoveryPlan", "carry_out", "plan"]
+
+log = logging.getLogger("framework.execution")
 
 
 @attrs.frozen(slots=True)
@@ -60,3 +70,66 @@ def plan(
         else:
             out.in_doubt.append(entry)
     return out
+
+
+def carry_out(
+    todo: RecoveryPlan,
+    *,
+    ledger: Ledger,
+    outcomes: Outcomes,
+    risk: RiskGate,
+    queue: Callable[[LiveOrder, int], None],
+    now_ms: int,
+    pending_max_age_s: float | None,
+    chosen_id: Callable[[str], None],
+) -> int:
+    """Track, queue, refuse or doubt each intent of the plan; returns how many were queued.
+
+    ``queue`` puts an intent back in the send queue; ``chosen_id`` notes a strategy-chosen
+    client order id as used. The updates go through ``outcomes`` (held until the engine
+    publishes them).
+    """
+    now = now_ms
+    rows: list[StatusRow] = []
+    events: list[OrderUpdate] = []
+
+    def revived(saved: JournalEntry) -> LiveOrder:
+        if saved.intent.client_order_id is not None:
+            chosen_id(saved.client_order_id)
+        return revive(saved, risk.reference_price, risk.tracks_exposure)
+
+    for saved in todo.expired:
+        entry = revived(saved)
+        entry.booked = False
+        msg = FRAMEWORK_CODES[PENDING_EXPIRED].format(pending_max_age_s)
+        outcomes.reject([entry], PENDING_EXPIRED, msg, now, rows, events)
+    tracked: list[LiveOrder] = []
+    for saved in todo.resend:
+        entry = revived(saved)
+        queue(entry, now)
+        tracked.append(entry)
+    for saved in todo.accepted:
+        entry = revived(saved)
+        if saved.order_id is not None:
+            ledger.bind(entry, saved.order_id)
+        entry.booked = entry.booked and is_resting(entry.order)
+        tracked.append(entry)
+    unanswered = [revived(saved) for saved in todo.unanswered]
+    in_doubt = [revived(saved) for saved in todo.in_doubt]
+    for entry in [*tracked, *unanswered, *in_doubt]:
+        ledger.add(entry)
+        if entry.booked:
+            remaining = entry.order.quantity - entry.filled
+            risk.book(entry.order.pair_name, max(remaining, Decimal(0)), entry.price)
+    for entry in in_doubt:
+        ledger.doubt(entry, now)
+    if unanswered:
+        log.error(
+            "restart: %d intents were sent without a recorded answer -> UNKNOWN",
+            len(unanswered),
+        )
+        outcomes.to_unknown(unanswered, now, rows, events)
+    if todo.resend:
+        log.warning("restart: %d journaled intents never left; sending them now", len(todo.resend))
+    outcomes.emit(rows, events)
+    return len(todo.resend)

@@ -32,6 +32,7 @@ from decimal import Decimal
 import anyio
 import anyio.abc
 
+from framework.engine.cancels import CancelAnswer, CancelBatch
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import Clock
 from framework.engine.events import Event
@@ -39,7 +40,8 @@ from framework.engine.execution import Batch, ExecutionEngine, ExecutionSettings
 from framework.live.journal import Journal
 from framework.live.orderpath import Exchange
 from framework.live.rest import RestClient
-from framework.venue.errors import AmbiguousOutcome, FrameworkError
+from framework.venue.errors import AmbiguousOutcome, ExtensionUnavailable, FrameworkError
+from framework.venue.order_management import OrderRecord
 from framework.venue.requests import PreparedRequest
 from framework.venue.rules import PairRules
 
@@ -124,6 +126,10 @@ class LiveExecutor:
                     written = self._written
                     while written:
                         tg.start_soon(self._answer, *written.popleft())
+                    while (cancels := engine.next_cancels()) is not None:
+                        tg.start_soon(self._cancel, cancels)
+                    for order_id in engine.cancels.take_queries():
+                        tg.start_soon(self._query, order_id)
                     engine.tick()
                     delay_ms = engine.next_wakeup_ms()
                     if engine.idle or delay_ms != 0:
@@ -190,6 +196,53 @@ class LiveExecutor:
         self._progress.set()
         self._kick()
 
+    async def _cancel(self, batch: CancelBatch) -> None:
+        """Send one cancel call and hand what the venue said to the engine."""
+        engine, rest = self.engine, self.rest
+        answers: dict[int | str, CancelAnswer] = {}
+        try:
+            if batch.by_client_id:
+                (coid,) = batch.client_order_ids
+                record = await rest.cancel_by_client_id(coid)
+                answers[coid] = _answer_of(record)
+            elif len(batch.order_ids) == 1:
+                (order_id,) = batch.order_ids
+                answers[order_id] = _answer_of(await rest.cancel_order(order_id))
+            else:
+                report = await rest.batch_cancel(
+                    batch.order_ids, chunk_size=engine.settings.cancel_batch
+                )
+                for result in report.results:
+                    code = 200 if result.ok else (result.code if result.code is not None else 0)
+                    answers[result.entrust_id] = CancelAnswer(code, result.msg or "")
+        except anyio.get_cancelled_exc_class():
+            engine.on_cancel_error(batch, AmbiguousOutcome("cancelled while in flight"))
+            raise
+        except Exception as exc:
+            engine.on_cancel_error(batch, exc)
+        else:
+            engine.on_cancel_answers(batch, answers)
+        self._progress.set()
+        self._kick()
+
+    async def _query(self, order_id: int) -> None:
+        """Ask the venue for one order's state; the record is evidence for the engine."""
+        engine = self.engine
+        try:
+            record = await self.rest.query_order(order_id)
+        except ExtensionUnavailable as exc:
+            engine.cancels.turn_off(str(exc))
+            engine.cancels.query_failed(order_id, str(exc))
+        except Exception as exc:
+            engine.cancels.query_failed(order_id, f"{type(exc).__name__}: {exc}")
+        else:
+            if record is None:
+                engine.cancels.query_failed(order_id, "the venue sent no record")
+            else:
+                engine.apply_order_record(record)
+        self._progress.set()
+        self._kick()
+
     async def drain(self, timeout_s: float) -> None:
         """Wait (up to timeout_s) until nothing is queued, in flight or awaiting a retry."""
         engine = self.engine
@@ -203,6 +256,13 @@ class LiveExecutor:
         if not engine.idle:
             log.warning("drain: timed out after %.1f s with work outstanding", timeout_s)
         engine.flush()
+
+
+def _answer_of(record: OrderRecord | None) -> CancelAnswer:
+    """A single cancel the venue accepted: code 200, with what its record tells."""
+    if record is None:
+        return CancelAnswer(200)
+    return CancelAnswer(200, "", record.filled_quantity, record.entrust_id)
 
 
 def build_execution(
