@@ -575,7 +575,7 @@ class ExecutionEngine:
     def idle(self) -> bool:
         """True when nothing is queued, in flight or waiting for a retry."""
         b = self._batcher
-        return not b.queue and b.inflight == 0 and b.retrying == 0
+        return not b.queue and b.inflight == 0 and b.retrying == 0 and not self.cancels.busy
 
     @property
     def unknown_count(self) -> int:

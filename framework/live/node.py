@@ -63,7 +63,13 @@ from framework.live.rest import RestClient
 from framework.live.stream import RestResync, StreamClient
 from framework.live.trading import TradingState
 from framework.live.wallclock import WallClock
-from framework.venue.errors import AuthError, ConfigError, FrameworkError, SendFailed
+from framework.venue.errors import (
+    AuthError,
+    ConfigError,
+    ExtensionUnavailable,
+    FrameworkError,
+    SendFailed,
+)
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 from framework.venue.signing import make_signer
 
@@ -399,6 +405,7 @@ class Node:
         try:
             await resync()
             await self.poller.initialize()
+            await self._adopt_open_orders()
         except AuthError as exc:
             raise FatalError(f"the venue refused the API key or signature: {exc}") from None
         except SendFailed as exc:
@@ -406,6 +413,36 @@ class Node:
         except (FrameworkError, OSError) as exc:
             raise FatalError(f"first sync with the venue failed: {exc}") from None
         log.info("initial sync done", extra={"pairs": len(self.config.pairs)})
+
+    async def _adopt_open_orders(self) -> None:
+        """Before strategies start: the journal's intents, then the venue's open orders.
+
+        Orders the journal knows are adopted (strategies see them in open_orders() at
+        on_start); those the venue does not list any more are queried; the others are
+        external. A venue without the extension turns cancels off in one log line.
+        """
+        assert self.engine is not None and self.rest is not None
+        engine = self.engine
+        engine.restore()
+        for pair in self.config.pairs:
+            try:
+                records = await self.rest.all_open_orders(pair)
+            except ExtensionUnavailable as exc:
+                engine.cancels.turn_off(f"{exc}")
+                return
+            except (FrameworkError, OSError) as exc:
+                log.warning("open orders of %s not read (%s); none adopted", pair, exc)
+                continue
+            counts = engine.adopt(pair, list(records))
+            if any(counts.values()):
+                log.info("open orders of %s", pair, extra=counts)
+            if counts["external"]:
+                log.warning(
+                    "%s: %d resting orders at the venue were not placed by this node (external;"
+                    " never touched)",
+                    pair,
+                    counts["external"],
+                )
 
     async def _start_tasks(self, tg: anyio.abc.TaskGroup) -> None:
         assert self.executor is not None and self.stream is not None
@@ -462,6 +499,10 @@ class Node:
         late |= scope.cancel_called
         self.kernel.stopping(self.stop_reason)  # on_stop runs whatever happened before
         log.info("strategies stopped")
+        if self.config.execution.cancel_on_stop and self.engine is not None:
+            asked = self.engine.cancel_all(None)
+            log.info("stop: cancelling the open orders (execution.cancel_on_stop)",
+                     extra={"orders": asked})  # fmt: skip
         with self._shielded(began + timeout) as scope:
             await self._settle()
         late |= scope.cancel_called
