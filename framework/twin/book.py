@@ -47,6 +47,10 @@ class Book:
         self._asks: list[tuple[Decimal, int, RestingOrder]] = []
         self._active = 0
         self._dead = 0  # inactive orders still in the heaps
+        # Time priority within the book. Not the order's seq: a refused atomic batch gives
+        # its seqs out again while its cancelled orders still sit in the heaps, and equal
+        # (price, seq) keys would make the heap compare the orders themselves.
+        self._arrivals = 0
 
     def __len__(self) -> int:
         """How many active orders rest in the book."""
@@ -54,10 +58,11 @@ class Book:
 
     def add(self, order: RestingOrder) -> None:
         """Put an order in the book."""
+        self._arrivals += 1
         if order.is_long:
-            heapq.heappush(self._bids, (-order.price, order.seq, order))
+            heapq.heappush(self._bids, (-order.price, self._arrivals, order))
         else:
-            heapq.heappush(self._asks, (order.price, order.seq, order))
+            heapq.heappush(self._asks, (order.price, self._arrivals, order))
         self._active += 1
 
     def cancel(self, order: RestingOrder) -> None:

@@ -89,3 +89,14 @@ def test_demo_key_pair_is_consistent() -> None:
 
     assert Account.from_key(DEMO_PRIVATE_KEY).address == DEMO_ADDRESS
     assert DEMO_API_KEY.startswith("st_")
+
+
+def test_order_management_settings_are_validated() -> None:
+    settings = settings_from_mapping({"order_management": False, "order_history_limit": 10})
+    assert (settings.order_management, settings.order_history_limit) == (False, 10)
+    assert TwinSettings().order_management is True
+    assert TwinSettings().max_cancel_ids == 20
+    with pytest.raises(ConfigError, match="order_history_limit must be at least 1"):
+        settings_from_mapping({"order_history_limit": 0})
+    with pytest.raises(ConfigError, match="max_cancel_ids"):
+        settings_from_mapping({"max_cancel_ids": -1})
