@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from framework import MatchRecord, OrderIntent, OrderStatus, OrderUpdate, Strategy
+from framework import CancelRejected, MatchRecord, OrderIntent, OrderStatus, OrderUpdate, Strategy
 from framework.config import structure_params
 from framework.engine.strategy import StrategyContext
 
@@ -17,7 +17,7 @@ __all__ = ["Ladder"]
 class Ladder(Strategy):
     """Grid market maker: a ladder of GTC limit orders around a reference price.
 
-    The venue API has no market data and no cancel, so the ladder is built to need neither:
+    The venue API has no market data, so the ladder needs none:
 
     1. The reference is ``reference_price`` when given; otherwise one market order of
        ``quantity`` (``probe_long`` decides the side) is sent and its fill price is used.
@@ -27,6 +27,14 @@ class Ladder(Strategy):
        filled at P becomes a sell at P + spacing, a sell filled at P a buy at P - spacing.
        Each round trip earns ``spacing x quantity`` minus fees, and the ladder keeps
        2 x levels orders outstanding.
+    4. When a fill lands more than ``recentre_levels`` x spacing from the reference, the
+       ladder re-centres: it cancels its resting orders (an extension beyond SPEC.md; see
+       the README) and builds the grid again around that fill.
+
+    After a restart the ladder adopts what it left on the book: at on_start its open orders
+    (the journal's, confirmed by the venue's open-order list) that sit on the new grid are
+    kept, the others cancelled, and only the missing levels are placed, so a restart never
+    lays a second grid over the first.
 
     All orders have the same quantity, so a counter order never exceeds the position it
     reduces (the venue's rule 2318). Decisions depend only on the fills and order updates
@@ -45,6 +53,8 @@ class Ladder(Strategy):
         reference_price: Decimal | None = None
         probe_long: bool = True
         tick: Decimal = Decimal("0.01")
+        recentre_levels: int | None = None
+        """Re-centre when a fill is more than this many spacings away (None: levels + 1)."""
 
         def __attrs_post_init__(self) -> None:
             """Refuse a ladder that cannot place an order."""
@@ -52,6 +62,8 @@ class Ladder(Strategy):
                 raise ValueError("quantity, spacing and tick must be positive")
             if self.levels < 1:
                 raise ValueError("levels must be at least 1")
+            if self.recentre_levels is not None and self.recentre_levels < 1:
+                raise ValueError("recentre_levels must be at least 1")
 
     def __init__(
         self, name: str, context: StrategyContext, params: Any = None, **kwargs: Any
@@ -63,10 +75,18 @@ class Ladder(Strategy):
         # client_order_id -> (is_long, price) of the orders this ladder has resting.
         self.resting: dict[str, tuple[bool, Decimal]] = {}
         self.fills = 0
+        self.recentred = 0
+        self.adopted = 0
 
     def on_start(self) -> None:
-        """Place the ladder around reference_price, or probe the price with a market order."""
+        """Adopt the orders left resting, then build around reference_price or probe."""
         s = self.settings
+        for order in self.open_orders(s.pair):
+            if order.price is not None:
+                self.resting[order.client_order_id] = (order.is_long, order.price)
+        self.adopted = len(self.resting)
+        if self.adopted:
+            self.log.info("adopted resting orders", extra={"orders": self.adopted})
         if s.reference_price is not None:
             self._build(s.reference_price)
             return
@@ -94,6 +114,9 @@ class Ladder(Strategy):
         if counter <= 0:
             return
         self.fills += 1
+        if self.reference is not None and abs(price - self.reference) > self._recentre_distance():
+            self._recentre(price)
+            return
         self.log.info(
             "%s filled at %s, counter %s at %s",
             "buy" if was_long else "sell",
@@ -104,7 +127,10 @@ class Ladder(Strategy):
         self._place(not was_long, counter)
 
     def on_order(self, update: OrderUpdate) -> None:
-        """Forget refused orders; an unplaceable probe leaves the ladder unbuilt (logged)."""
+        """Forget refused and cancelled orders; an unplaceable probe leaves the ladder unbuilt."""
+        if update.status is OrderStatus.CANCELED:
+            self.resting.pop(update.client_order_id, None)
+            return
         if update.status in (OrderStatus.REJECTED, OrderStatus.LOST):
             self.resting.pop(update.client_order_id, None)
             self.log.warning(
@@ -117,24 +143,53 @@ class Ladder(Strategy):
             )
 
     def on_stop(self) -> None:
-        """Report what the ladder leaves resting (the venue has no cancel)."""
+        """Report what the ladder leaves resting (execution.cancel_on_stop withdraws it)."""
         self.log.info(
             "ladder stopping",
             extra={"resting": len(self.resting), "fills": self.fills},
         )
 
+    def _recentre_distance(self) -> Decimal:
+        s = self.settings
+        levels = s.recentre_levels if s.recentre_levels is not None else s.levels + 1
+        return levels * s.spacing
+
+    def _recentre(self, price: Decimal) -> None:
+        """Withdraw the grid and build it again around price."""
+        self.recentred += 1
+        self.log.info("re-centring", extra={"from": str(self.reference), "to": str(price)})
+        for cid in list(self.resting):
+            self.cancel(cid)  # on_order(CANCELED) forgets each; a refusal is logged
+        self.resting.clear()
+        self._build(price)
+
     def _build(self, reference: Decimal) -> None:
         s = self.settings
         self.reference = reference
         self.log.info("building ladder", extra={"reference": str(reference), "levels": s.levels})
-        for k in range(1, s.levels + 1):
-            self._place(True, reference - k * s.spacing)
-            self._place(False, reference + k * s.spacing)
+        wanted = {self._grid(True, reference - k * s.spacing) for k in range(1, s.levels + 1)}
+        wanted |= {self._grid(False, reference + k * s.spacing) for k in range(1, s.levels + 1)}
+        for cid, side in list(self.resting.items()):
+            if side in wanted:
+                wanted.discard(side)  # already resting there (adopted): kept
+            elif self.cancel(cid):
+                del self.resting[cid]
+        for is_long, price in sorted(wanted, key=lambda side: (not side[0], side[1])):
+            self._place(is_long, price)
+
+    def on_cancel_rejected(self, event: CancelRejected) -> None:
+        """A cancel that did not happen: the order may still fill (its fill is answered)."""
+        self.log.warning("cancel refused", extra={"client_order_id": event.client_order_id,
+                                                   "code": event.code, "reason": event.msg})  # fmt: skip
+
+    def _grid(self, is_long: bool, price: Decimal) -> tuple[bool, Decimal]:
+        # Round away from the reference: a buy never above, a sell never below, the grid price.
+        rounding = ROUND_DOWN if is_long else ROUND_UP
+        return is_long, price.quantize(self.settings.tick, rounding=rounding)
 
     def _place(self, is_long: bool, price: Decimal) -> None:
         s = self.settings
-        # Round away from the reference: a buy never above, a sell never below, the grid price.
-        price = price.quantize(s.tick, rounding=ROUND_DOWN if is_long else ROUND_UP)
+        is_long, price = self._grid(is_long, price)
         if price <= 0:
             return
         cid = self.submit(

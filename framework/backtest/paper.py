@@ -33,12 +33,20 @@ from typing import Any, Final, Literal
 import attrs
 
 from framework.backtest.prices import PriceTrack
+from framework.engine.cancels import CancelAnswer
 from framework.engine.execution import Batch, ExecutionEngine
 from framework.twin import wire
 from framework.twin.events import BalanceChanged
 from framework.twin.events import Event as TwinEvent
 from framework.twin.events import PositionChanged as TwinPositionChanged
 from framework.twin.exchange import Exchange
+from framework.twin.order_index import OrderRecord as TwinOrder
+from framework.twin.order_management import (
+    ORDER_COMPLETED,
+    ORDER_COMPLETED_MSG,
+    ORDER_NOT_FOUND,
+    ORDER_NOT_FOUND_MSG,
+)
 from framework.twin.settings import FeeSettings, PairSettings, TwinSettings
 from framework.venue.codec import decode, decode_frame
 from framework.venue.errors import VenueError, error_for, render_message
@@ -50,6 +58,7 @@ __all__ = [
     "PAPER_ID_BASE",
     "Fill",
     "PaperExecutor",
+    "PaperOrder",
     "PaperSettings",
     "PaperVenue",
     "PriceTrack",
@@ -292,6 +301,35 @@ class PaperVenue:
             for cid, oid, pair in outcome.accepted
         ]
 
+    def cancel(self, order_ids: Sequence[int], now: int) -> dict[int | str, CancelAnswer]:
+        """Cancel paper orders by id with the twin's rules (2340 unknown, 2341 completed)."""
+        self._changed()
+        orders = self.exchange.accounts[_USER].orders
+        return {oid: self._cancel(orders.get(oid - PAPER_ID_BASE), now) for oid in order_ids}
+
+    def cancel_by_client_id(self, client_order_id: str, now: int) -> CancelAnswer:
+        """Cancel a paper order by its clientOrderId (the twin's rules)."""
+        self._changed()
+        return self._cancel(self.exchange.accounts[_USER].orders.by_client_id(client_order_id), now)
+
+    def _cancel(self, record: TwinOrder | None, now: int) -> CancelAnswer:
+        if record is None:
+            return CancelAnswer(ORDER_NOT_FOUND, ORDER_NOT_FOUND_MSG)
+        if record.resting is None:
+            return CancelAnswer(ORDER_COMPLETED, ORDER_COMPLETED_MSG)
+        self._emit(self.exchange.cancel_resting(record.resting, now), now)
+        return CancelAnswer(200, "", record.filled, PAPER_ID_BASE + record.order_id)
+
+    def query(self, order_id: int) -> PaperOrder | None:
+        """A paper order's record (what queryOrder answers), or None when unknown."""
+        record = self.exchange.accounts[_USER].orders.get(order_id - PAPER_ID_BASE)
+        if record is None:
+            return None
+        state = {"OPEN": "open", "FILLED": "filled", "CANCELED": "canceled"}.get(
+            str(record.status), "unknown"
+        )
+        return PaperOrder(record.client_order_id, order_id, record.filled, state)
+
     def _changed(self) -> None:
         self.changes += 1
         if self.on_change is not None:
@@ -427,6 +465,8 @@ class PaperExecutor:
                 self._schedule(now + self.latency_ms, _Answer(self, batch))
             else:
                 self.answer(batch)
+        if engine.cancels.pending:
+            self._send_cancels()
         engine.tick()
         wait = engine.next_wakeup_ms()
         if wait is not None:
@@ -434,6 +474,26 @@ class PaperExecutor:
             if self._wake_at is None or at < self._wake_at or self._wake_at <= now:
                 self._wake_at = at
                 self._schedule(at, self._timed_wake)
+
+    def _send_cancels(self) -> None:
+        """Cancel calls and order queries, answered at once by the paper venue."""
+        engine, venue = self.engine, self.venue
+        now = self._now_ms()
+        while (batch := engine.next_cancels()) is not None:
+            if batch.by_client_id:
+                (coid,) = batch.client_order_ids
+                answers: dict[int | str, CancelAnswer] = {
+                    coid: venue.cancel_by_client_id(coid, now)
+                }
+            else:
+                answers = venue.cancel(batch.order_ids, now)
+            engine.on_cancel_answers(batch, answers)
+        for order_id in engine.cancels.take_queries():
+            record = venue.query(order_id)
+            if record is None:
+                engine.cancels.query_failed(order_id, "no such paper order")
+            else:
+                engine.apply_order_record(record)
 
     def _timed_wake(self) -> None:
         if self._wake_at is not None and self._wake_at <= self._now_ms():
@@ -449,6 +509,16 @@ class PaperExecutor:
         else:
             self.engine.on_results(batch, results)
         self.pending = True
+
+
+@attrs.frozen(slots=True)
+class PaperOrder:
+    """A paper order as queryOrder tells it (a VenueOrder for the engine)."""
+
+    client_order_id: str | None
+    entrust_id: int | None
+    filled_quantity: Decimal | None
+    state: str
 
 
 @attrs.frozen(slots=True)

@@ -1,0 +1,481 @@
+"""Cancels and open orders: withdrawing resting orders, an extension beyond SPEC.md.
+
+SPEC.md creates orders but cannot withdraw them; the venue's public SDK has cancel and
+open-order endpoints (see VENUE-FACTS.md and :mod:`framework.venue.order_management`). They
+are an extension: the venue may answer 404, and then the runtime turns cancels off
+(:attr:`Canceller.available`) and every cancel is refused with 9022 in one clear update.
+
+A cancel is a command like a submit, addressed by client order id, and settled by evidence:
+
+* an order still queued (never sent) leaves the queue: CANCELED at once, nothing reached
+  the venue;
+* an order whose create is in flight waits for its answer: once ACCEPTED its cancel is
+  queued; refused, there is nothing to cancel;
+* an ACCEPTED resting order (GTC, POST_ONLY) is cancelled by its orderId; cancels are sent
+  in batches of at most ``max_batch`` ids (batchCancelEntrust);
+* an UNKNOWN order is cancelled by its clientOrderId (cancelEntrustByCli, one per call):
+  the venue's answer names the order, so it also ends the doubt.
+
+What the venue answers per order decides: code 200 is CANCELED (with the filled quantity
+when the answer tells it: a partly filled order keeps its fills, which arrive as matches);
+any other code is a :class:`~framework.engine.events.CancelRejected` with that code, and the
+order keeps its state (a refusal says the cancel did not happen, not what the order did).
+An answer that does not cover an order, and a call whose outcome is unknown (HTTP >= 500,
+a timeout after sending), leave the order's state unknown to the cancel: it is queried
+(queryOrder) and the order record the venue returns is the evidence
+(:meth:`Canceller.apply_record`). A strategy never gets an exception for a cancel.
+
+Open orders are the tracked ACCEPTED orders that may rest, read through
+:meth:`Canceller.open_orders`. At start the runtime lists the venue's open orders
+(:meth:`Canceller.adopt`): orders the journal knows are adopted (an UNKNOWN one found resting
+by its clientOrderId is ACCEPTED on that evidence), the journal's resting orders the venue
+no longer lists are queried, and the rest are external (counted, never touched).
+
+Pure: no I/O, time passed in. Written here rather than taken from a library: it is the
+engine's own bookkeeping of its intents.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import Final, Protocol
+
+import attrs
+
+from framework.engine.events import CancelRejected, Event
+from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.outcomes import Outcomes
+from framework.engine.reconcile import Ledger, LiveOrder
+from framework.engine.risk import FRAMEWORK_CODES, NOT_SENT, is_resting
+from framework.venue.errors import ExtensionUnavailable, SendFailed, VenueError
+
+__all__ = [
+    "CANCEL_CODES",
+    "NOTHING_TO_CANCEL",
+    "NOT_OWNER",
+    "NO_ANSWER",
+    "NO_CANCELS",
+    "CancelAnswer",
+    "CancelBatch",
+    "Canceller",
+    "OpenOrder",
+    "VenueOrder",
+    "open_orders",
+]
+
+log = logging.getLogger("framework.execution")
+
+NOTHING_TO_CANCEL: Final = 9020
+NOT_OWNER: Final = 9021
+NO_CANCELS: Final = 9022
+NO_ANSWER: Final = 9023
+
+CANCEL_CODES: Final[dict[int, str]] = {
+    NOTHING_TO_CANCEL: "Nothing to cancel: {0}",
+    NOT_OWNER: "Order {0} belongs to strategy {1}",
+    NO_CANCELS: "The venue does not offer cancels ({0})",
+    NO_ANSWER: "The venue's answer did not say; the order was queried and is {0}",
+}
+"""The framework's own cancel refusal codes and their message templates."""
+
+ACCEPTED: Final = OrderStatus.ACCEPTED
+CANCELED: Final = OrderStatus.CANCELED
+FILLED: Final = OrderStatus.FILLED
+PENDING: Final = OrderStatus.PENDING
+UNKNOWN: Final = OrderStatus.UNKNOWN
+
+
+class VenueOrder(Protocol):
+    """What the engine reads of a venue's order record (open-order list, queryOrder)."""
+
+    @property
+    def client_order_id(self) -> str | None:
+        """The clientOrderId the order was created with."""
+        ...
+
+    @property
+    def entrust_id(self) -> int | None:
+        """The venue's order id."""
+        ...
+
+    @property
+    def filled_quantity(self) -> Decimal | None:
+        """How much of it has filled, when told."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """'open', 'filled', 'canceled' or 'unknown'."""
+        ...
+
+
+@attrs.frozen(slots=True)
+class CancelAnswer:
+    """The venue's answer to the cancel of one order: code 200 means cancelled."""
+
+    code: int
+    msg: str = ""
+    filled: Decimal | None = None
+    """The order's filled quantity, when the answer tells it."""
+    order_id: int | None = None
+    """The order's id, when the answer names it (a cancel by clientOrderId)."""
+
+
+@attrs.frozen(slots=True)
+class OpenOrder:
+    """A resting order of a strategy, as the engine knows it."""
+
+    client_order_id: str
+    strategy: str
+    pair: str
+    is_long: bool
+    price: Decimal | None
+    quantity: Decimal
+    filled: Decimal
+    order_id: int | None
+    intent: OrderIntent = attrs.field(repr=False)
+
+    @property
+    def remaining(self) -> Decimal:
+        """What is left to fill."""
+        return self.quantity - self.filled
+
+
+@attrs.define(slots=True, eq=False)
+class CancelBatch:
+    """One cancel call: ids of ACCEPTED orders, or one UNKNOWN order by clientOrderId."""
+
+    id: int
+    entries: list[LiveOrder]
+    by_client_id: bool = False
+    attempt: int = 0
+
+    @property
+    def order_ids(self) -> list[int]:
+        """The orderIds to cancel (a by-client-id batch has none)."""
+        return [e.order_id for e in self.entries if e.order_id is not None]
+
+    @property
+    def client_order_ids(self) -> list[str]:
+        """The clientOrderIds of the batch, in order."""
+        return [e.client_order_id for e in self.entries]
+
+
+class Canceller:
+    """The engine's cancels: queued, in flight, waiting for a create's answer; see module."""
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        outcomes: Outcomes,
+        publish: Callable[[Event], None],
+        now_ms: Callable[[], int],
+        unqueue: Callable[[LiveOrder], bool],
+        max_batch: int = 20,
+    ) -> None:
+        self._ledger = ledger
+        self._outcomes = outcomes
+        self._publish = publish
+        self._now_ms = now_ms
+        self._unqueue = unqueue
+        self.max_batch = max_batch
+        self.available = True
+        """False once the venue answered that it has no cancels (404): every cancel is 9022."""
+        self.unavailable_reason = ""
+        self._queued: dict[str, LiveOrder] = {}
+        self._after_answer: dict[str, LiveOrder] = {}
+        self._inflight: set[str] = set()
+        self._queries: dict[int, LiveOrder] = {}  # order id -> entry: to ask the venue
+        self._asking: dict[int, LiveOrder] = {}  # queries sent, not answered
+        self._next_id = 1
+        self.external = 0
+        """Orders the venue listed as open that this node did not place (at adoption)."""
+
+    # -- commands -----------------------------------------------------------------------
+
+    def cancel(self, strategy: str | None, client_order_id: str) -> bool:
+        """Ask for the cancel of one order; False when refused at once (CancelRejected sent)."""
+        entry = self._ledger.live.get(client_order_id)
+        if entry is None:
+            return self._refuse(strategy or "", client_order_id, NOTHING_TO_CANCEL,
+                                self._why_not_open(client_order_id))  # fmt: skip
+        if strategy is not None and entry.strategy != strategy:
+            return self._refuse(
+                strategy, client_order_id, NOT_OWNER, client_order_id, entry.strategy
+            )
+        if not self.available:
+            return self._refuse(entry.strategy, client_order_id, NO_CANCELS,
+                                self.unavailable_reason)  # fmt: skip
+        coid = client_order_id
+        if coid in self._queued or coid in self._inflight or coid in self._after_answer:
+            return True  # asked already
+        status = entry.status
+        if status is PENDING:
+            if self._unqueue(entry):  # never sent: nothing reached the venue
+                self._cancelled([entry], None, "canceled before it was sent")
+                return True
+            self._after_answer[coid] = entry  # in flight (or waiting for a retry)
+            return True
+        if status is UNKNOWN or (status is ACCEPTED and entry.order_id is None):
+            self._queued[coid] = entry
+            return True
+        if status is ACCEPTED:
+            if not is_resting(entry.order):
+                return self._refuse(entry.strategy, coid, NOTHING_TO_CANCEL,
+                                    f"{coid} is not a resting order")  # fmt: skip
+            self._queued[coid] = entry
+            return True
+        return self._refuse(entry.strategy, coid, NOTHING_TO_CANCEL, f"{coid} is {status}")
+
+    def cancel_all(self, strategy: str | None, pair: str | None = None) -> int:
+        """Cancel every open order of strategy (every strategy: None), of pair or all pairs."""
+        count = 0
+        for entry in list(self._ledger.live.values()):
+            if strategy is not None and entry.strategy != strategy:
+                continue
+            if pair is not None and entry.order.pair_name != pair:
+                continue
+            if not is_resting(entry.order) or entry.status not in (PENDING, ACCEPTED, UNKNOWN):
+                continue
+            if self.cancel(entry.strategy, entry.client_order_id):
+                count += 1
+        return count
+
+    def create_answered(self, entry: LiveOrder) -> None:
+        """A create came back (accepted or not): a cancel waiting for it goes on or ends."""
+        if self._after_answer.pop(entry.client_order_id, None) is None:
+            return
+        if entry.status is ACCEPTED or entry.status is UNKNOWN:
+            self._queued[entry.client_order_id] = entry
+
+    @property
+    def busy(self) -> bool:
+        """True while a cancel or query is queued or in flight."""
+        return bool(self._queued or self._inflight or self._queries or self._asking)
+
+    @property
+    def pending(self) -> bool:
+        """True when cancels or queries wait to be sent."""
+        return bool(self._queued) or bool(self._queries)
+
+    @staticmethod
+    def _why_not_open(client_order_id: str) -> str:
+        return (
+            f"{client_order_id} is not an open order of this node (filled, cancelled, refused"
+            " or never placed)"
+        )
+
+    def _refuse(self, strategy: str, client_order_id: str, code: int, *args: object) -> bool:
+        msg = CANCEL_CODES[code].format(*args)
+        self._outcomes.counts["cancels_rejected"] += 1
+        self._publish(CancelRejected(client_order_id, strategy, code, msg))
+        return False
+
+    # -- sending ------------------------------------------------------------------------
+
+    def next_batch(self) -> CancelBatch | None:
+        """The next cancel call due: by clientOrderId first (one order), then up to max_batch ids."""
+        queued = self._queued
+        if not queued:
+            return None
+        if not self.available:
+            for entry in list(queued.values()):
+                del queued[entry.client_order_id]
+                self._refuse(entry.strategy, entry.client_order_id, NO_CANCELS,
+                             self.unavailable_reason)  # fmt: skip
+            return None
+        by_cli = [e for e in queued.values() if e.order_id is None]
+        entries = by_cli[:1] if by_cli else list(queued.values())[: self.max_batch]
+        for entry in entries:
+            del queued[entry.client_order_id]
+            self._inflight.add(entry.client_order_id)
+        batch = CancelBatch(self._next_id, entries, by_client_id=bool(by_cli))
+        self._next_id += 1
+        self._outcomes.counts["cancels_sent"] += len(entries)
+        return batch
+
+    def take_queries(self) -> list[int]:
+        """Order ids whose state must be asked of the venue (queryOrder); each given once."""
+        ids = list(self._queries)
+        self._asking.update(self._queries)
+        self._queries.clear()
+        return ids
+
+    def query_failed(self, order_id: int, why: str) -> None:
+        """A queryOrder call failed: the order keeps the state the engine knows."""
+        entry = self._asking.pop(order_id, None)
+        if entry is not None:
+            log.warning("order %s: query failed (%s); its state stays as known (%s)",
+                        entry.client_order_id, why, entry.status)  # fmt: skip
+
+    # -- answers ------------------------------------------------------------------------
+
+    def on_answers(self, batch: CancelBatch, answers: dict[int | str, CancelAnswer]) -> None:
+        """Per-order answers, keyed by orderId (by clientOrderId for a by-client-id batch)."""
+        canceled: list[tuple[LiveOrder, Decimal | None]] = []
+        for entry in batch.entries:
+            self._inflight.discard(entry.client_order_id)
+            key = _key(batch, entry)
+            answer = answers.get(key)
+            if answer is None:
+                self._query(entry)
+                continue
+            if answer.code == 200:
+                if entry.order_id is None and answer.order_id is not None:
+                    self._ledger.bind(entry, answer.order_id)
+                canceled.append((entry, answer.filled))
+            else:
+                self._refuse(entry.strategy, entry.client_order_id, answer.code,
+                             answer.msg or f"code {answer.code}")  # fmt: skip
+                if entry.order_id is not None:  # what the order did instead: ask the venue
+                    self._queries[entry.order_id] = entry
+        for entry, filled in canceled:
+            self._cancelled([entry], filled, "canceled at the venue")
+
+    def on_failure(self, batch: CancelBatch, *, code: int | None, msg: str,
+                   unavailable: bool = False) -> None:  # fmt: skip
+        """A whole cancel call failed: refused (code), unavailable (404), or outcome unknown."""
+        for entry in batch.entries:
+            self._inflight.discard(entry.client_order_id)
+        if unavailable:
+            self.turn_off(msg)
+            for entry in batch.entries:
+                self._refuse(entry.strategy, entry.client_order_id, NO_CANCELS, msg)
+            return
+        if code is not None:
+            for entry in batch.entries:
+                self._refuse(entry.strategy, entry.client_order_id, code, msg)
+            return
+        log.warning("cancel call %d (%d orders): outcome unknown (%s); asking the venue",
+                    batch.id, len(batch.entries), msg)  # fmt: skip
+        for entry in batch.entries:
+            self._query(entry)
+
+    def on_error(self, batch: CancelBatch, exc: BaseException) -> None:
+        """A cancel call raised: sorted by what the error says happened (see module)."""
+        if isinstance(exc, ExtensionUnavailable):
+            self.on_failure(batch, code=None, msg=str(exc), unavailable=True)
+        elif isinstance(exc, SendFailed):
+            self.on_failure(batch, code=NOT_SENT, msg=FRAMEWORK_CODES[NOT_SENT].format(exc))
+        elif isinstance(exc, VenueError) and exc.refuses:
+            if batch.by_client_id or len(batch.entries) == 1:
+                self.on_answers(batch, {_key(batch, e): CancelAnswer(exc.code, exc.msg)
+                                        for e in batch.entries})  # fmt: skip
+            else:
+                self.on_failure(batch, code=exc.code, msg=exc.msg)
+        else:
+            self.on_failure(batch, code=None, msg=f"{type(exc).__name__}: {exc}")
+
+    def turn_off(self, reason: str) -> None:
+        """The venue has no cancels: one log line, and every later cancel is refused (9022)."""
+        if self.available:
+            log.warning("cancels and open orders turned off: %s", reason)
+        self.available = False
+        self.unavailable_reason = reason
+
+    def _query(self, entry: LiveOrder) -> None:
+        if entry.order_id is None:
+            self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, entry.status)
+            return
+        self._queries[entry.order_id] = entry
+
+    # -- evidence -----------------------------------------------------------------------
+
+    def apply_record(self, record: VenueOrder) -> str:
+        """Take an order record the venue gave as evidence; returns what it did.
+
+        'adopted' (an UNKNOWN order found at the venue by its clientOrderId, now ACCEPTED),
+        'canceled', 'filled', 'open' (nothing to change), or 'external' (not this node's).
+        """
+        coid = record.client_order_id
+        ledger = self._ledger
+        entry = ledger.live.get(coid) if coid is not None else None
+        if entry is None and record.entrust_id is not None:
+            entry = ledger.by_order_id.get(record.entrust_id)
+        if record.entrust_id is not None:
+            queried = self._asking.pop(record.entrust_id, None)
+            self._queries.pop(record.entrust_id, None)
+            entry = entry or queried
+        if entry is None or entry.client_order_id not in ledger.live:
+            return "external" if entry is None else "done"
+        if entry.status is PENDING:
+            return "open"  # its create's answer is on its way
+        state = record.state
+        if entry.order_id is None and record.entrust_id is not None:
+            if coid != entry.client_order_id:
+                return "external"  # only a record naming the intent's own id is evidence
+            ledger.bind(entry, record.entrust_id)
+        filled = record.filled_quantity
+        if state == "canceled":
+            self._cancelled([entry], filled, "the venue reports it canceled")
+            return "canceled"
+        if state == "filled":
+            self._outcomes.settle_filled(entry, "the venue reports it filled")
+            return "filled"
+        if state == "open" and entry.status is UNKNOWN:
+            self._outcomes.found_open(entry, filled)
+            return "adopted"
+        return "open"
+
+    def adopt(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
+        """Reconcile the tracked orders of pair with the venue's open-order list (see module).
+
+        Returns counts: adopted, open, external, missing (tracked resting orders the venue
+        does not list: queued for a query).
+        """
+        counts = {"adopted": 0, "open": 0, "external": 0, "missing": 0}
+        listed: set[str] = set()
+        for record in records:
+            what = self.apply_record(record)
+            if what in counts:
+                counts[what] += 1
+            if record.client_order_id is not None:
+                listed.add(record.client_order_id)
+        for entry in list(self._ledger.live.values()):
+            if (entry.order.pair_name == pair and entry.status is ACCEPTED
+                    and is_resting(entry.order) and entry.client_order_id not in listed):  # fmt: skip
+                counts["missing"] += 1
+                self._query(entry)
+        self.external += counts["external"]
+        return counts
+
+    def _cancelled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:
+        self._outcomes.canceled(entries, filled, why)
+
+
+def _key(batch: CancelBatch, entry: LiveOrder) -> int | str:
+    """How the answers of batch name entry: its orderId, or its clientOrderId (by client id)."""
+    order_id = entry.order_id
+    return entry.client_order_id if batch.by_client_id or order_id is None else order_id
+
+
+def open_orders(
+    ledger: Ledger, strategy: str | None = None, pair: str | None = None
+) -> list[OpenOrder]:
+    """The ACCEPTED orders that may rest, of strategy and pair (None: all), oldest first."""
+    out = []
+    for e in ledger.live.values():
+        if e.status is not ACCEPTED or not is_resting(e.order):
+            continue
+        if strategy is not None and e.strategy != strategy:
+            continue
+        if pair is not None and e.order.pair_name != pair:
+            continue
+        o = e.order
+        out.append(
+            OpenOrder(
+                e.client_order_id,
+                e.strategy,
+                o.pair_name,
+                o.is_long,
+                o.price,
+                o.quantity,
+                e.filled,
+                e.order_id,
+                e.intent,
+            )
+        )
+    return out
