@@ -269,7 +269,9 @@ class Canceller:
         )
 
     def _refuse(self, strategy: str, client_order_id: str, code: int, *args: object) -> bool:
-        msg = CANCEL_CODES[code].format(*args)
+        """CancelRejected: a framework code's message made from args, a venue's given as is."""
+        template = CANCEL_CODES.get(code)
+        msg = template.format(*args) if template is not None else " ".join(map(str, args))
         self._outcomes.counts["cancels_rejected"] += 1
         self._publish(CancelRejected(client_order_id, strategy, code, msg))
         return False

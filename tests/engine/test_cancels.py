@@ -1,0 +1,275 @@
+"""Cancels in the pure engine: what each state of an order does with a cancel, and evidence."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import attrs
+
+from framework.engine.cancels import (
+    NO_ANSWER,
+    NO_CANCELS,
+    NOT_OWNER,
+    NOTHING_TO_CANCEL,
+    CancelAnswer,
+)
+from framework.engine.events import CancelRejected, Event, OrderUpdate
+from framework.engine.execution import ExecutionEngine
+from framework.engine.intents import OrderStatus
+from framework.engine.risk import RiskSettings
+from framework.venue.errors import ExtensionUnavailable, SendFailed, ServerFault, VenueError
+from framework.venue.models import OrderResult
+from tests.engine.test_risk import engine_with, order
+
+
+@attrs.frozen
+class Record:
+    """A venue order record as the engine reads one (queryOrder, the open-order list)."""
+
+    client_order_id: str | None
+    entrust_id: int | None
+    filled_quantity: Decimal | None
+    state: str
+
+
+def updates(events: list[Event]) -> list[tuple[str, OrderStatus]]:
+    """(client order id, status) of every OrderUpdate, in order."""
+    return [(e.client_order_id, e.status) for e in events if isinstance(e, OrderUpdate)]
+
+
+def refusals(events: list[Event]) -> list[tuple[str, int | None]]:
+    """(client order id, code) of every CancelRejected, in order."""
+    return [(e.client_order_id, e.code) for e in events if isinstance(e, CancelRejected)]
+
+
+def accepted(engine: ExecutionEngine, count: int, **changes: object) -> list[str]:
+    """Submit count resting limit orders and answer them ACCEPTED with order ids 100, 101..."""
+    ids = [engine.submit("s", order(**changes)) for _ in range(count)]
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_results(
+        batch, [OrderResult(client_order_id=c, order_id=100 + i) for i, c in enumerate(ids)]
+    )
+    return ids
+
+
+def test_a_resting_order_is_cancelled_by_its_order_id() -> None:
+    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    (coid,) = accepted(engine, 1)
+    assert [o.client_order_id for o in engine.open_orders("s")] == [coid]
+    assert engine.open_quantity("ETH-USD") == Decimal("0.1")
+    assert engine.cancel("s", coid)
+    batch = engine.next_cancels()
+    assert batch is not None and batch.order_ids == [100] and not batch.by_client_id
+    assert not engine.idle  # a cancel in flight keeps a drain waiting
+    engine.on_cancel_answers(batch, {100: CancelAnswer(200, filled=Decimal("0.04"))})
+    assert updates(events)[-1] == (coid, OrderStatus.CANCELED)
+    last = events[-1]
+    assert isinstance(last, OrderUpdate) and last.msg is not None and "0.04 of 0.1" in last.msg
+    assert engine.open_orders() == []
+    assert engine.open_quantity("ETH-USD") == Decimal(0)  # the booking is released
+    assert engine.idle
+
+
+def test_many_cancels_go_in_batches_of_at_most_cancel_batch() -> None:
+    engine, events, _ = engine_with()
+    ids = accepted(engine, 20) + accepted(engine, 5)
+    assert engine.cancel_all("s") == 25
+    first, second = engine.next_cancels(), engine.next_cancels()
+    assert first is not None and second is not None and engine.next_cancels() is None
+    assert (len(first.order_ids), len(second.order_ids)) == (20, 5)
+    engine.on_cancel_answers(first, {i: CancelAnswer(200) for i in first.order_ids})
+    engine.on_cancel_answers(second, {i: CancelAnswer(200) for i in second.order_ids})
+    assert sorted(c for c, s in updates(events) if s is OrderStatus.CANCELED) == sorted(ids)
+
+
+def test_an_order_never_sent_is_cancelled_at_once_and_never_sent() -> None:
+    engine, events, _ = engine_with()
+    coid = engine.submit("s", order())
+    assert engine.cancel("s", coid)
+    assert updates(events) == [(coid, OrderStatus.CANCELED)]
+    assert engine.next_batch() is None and engine.next_cancels() is None
+
+
+def test_a_cancel_waits_for_the_answer_of_an_order_in_flight() -> None:
+    engine, _events, _ = engine_with()
+    coid = engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    assert engine.cancel("s", coid)
+    assert engine.next_cancels() is None  # nothing to name yet: waits for the answer
+    engine.on_results(batch, [OrderResult(client_order_id=coid, order_id=7)])
+    cancels = engine.next_cancels()
+    assert cancels is not None and cancels.order_ids == [7]
+
+
+def test_a_refused_create_ends_the_waiting_cancel_without_a_call() -> None:
+    engine, events, _ = engine_with()
+    coid = engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.cancel("s", coid)
+    engine.on_failure(batch, VenueError(2102, "Insufficient balance:x"))
+    assert engine.next_cancels() is None
+    assert updates(events) == [(coid, OrderStatus.REJECTED)]
+
+
+def test_an_unknown_order_is_cancelled_by_client_id_and_the_answer_ends_the_doubt() -> None:
+    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    coid = engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    assert engine.unknown_count == 1
+    engine.cancel("s", coid)
+    cancels = engine.next_cancels()
+    assert cancels is not None and cancels.by_client_id and cancels.client_order_ids == [coid]
+    engine.on_cancel_answers(cancels, {coid: CancelAnswer(200, order_id=55)})
+    assert updates(events)[-1] == (coid, OrderStatus.CANCELED)
+    assert engine.unknown_count == 0
+    assert engine.open_quantity("ETH-USD") == Decimal(0)
+
+
+def test_refusals_come_as_cancel_rejected_never_as_exceptions() -> None:
+    engine, events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    market = engine.submit("s", order(price=None, is_market=True))
+    assert not engine.cancel("s", "nobody-knows-me")
+    assert not engine.cancel("other", coid)
+    assert refusals(events) == [("nobody-knows-me", NOTHING_TO_CANCEL), (coid, NOT_OWNER)]
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_results(batch, [OrderResult(client_order_id=market, order_id=9)])
+    assert not engine.cancel("s", market)  # a market order does not rest
+    assert refusals(events)[-1] == (market, NOTHING_TO_CANCEL)
+
+
+def test_a_refused_cancel_keeps_the_order_and_asks_the_venue_what_it_did() -> None:
+    engine, events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    engine.cancel("s", coid)
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_answers(batch, {100: CancelAnswer(2341, "Order is already completed")})
+    assert refusals(events) == [(coid, 2341)]
+    assert [o.client_order_id for o in engine.open_orders()] == [coid]  # state unchanged
+    assert engine.cancels.take_queries() == [100]
+    assert engine.apply_order_record(Record(coid, 100, Decimal("0.1"), "filled")) == "filled"
+    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+    assert engine.open_orders() == [] and engine.idle
+
+
+def test_an_answer_that_does_not_say_makes_a_query_and_the_record_decides() -> None:
+    engine, events, _ = engine_with()
+    (a, b) = accepted(engine, 2)
+    engine.cancel_all("s")
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_answers(batch, {100: CancelAnswer(200)})  # nothing about 101
+    assert updates(events)[-1] == (a, OrderStatus.CANCELED)
+    assert engine.cancels.take_queries() == [101]
+    assert engine.cancels.take_queries() == []  # each query is given once
+    assert not engine.idle
+    engine.apply_order_record(Record(b, 101, Decimal(0), "canceled"))
+    assert updates(events)[-1] == (b, OrderStatus.CANCELED)
+    assert engine.idle
+
+
+def test_an_ambiguous_cancel_call_is_queried_not_guessed() -> None:
+    engine, events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    engine.cancel("s", coid)
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_error(batch, ServerFault("HTTP 502", http_status=502))
+    assert refusals(events) == [] and updates(events)[-1][1] is OrderStatus.ACCEPTED
+    assert engine.cancels.take_queries() == [100]
+    engine.apply_order_record(Record(coid, 100, Decimal(0), "open"))
+    assert [o.client_order_id for o in engine.open_orders()] == [coid]
+
+
+def test_a_cancel_not_sent_is_refused_with_9011_and_may_be_asked_again() -> None:
+    engine, events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    engine.cancel("s", coid)
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_error(batch, SendFailed("connection refused"))
+    assert refusals(events) == [(coid, 9011)]
+    assert engine.cancel("s", coid) and engine.next_cancels() is not None
+
+
+def test_a_venue_without_cancels_turns_them_off_once() -> None:
+    engine, events, _ = engine_with()
+    (a, b) = accepted(engine, 2)
+    engine.cancel("s", a)
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_error(batch, ExtensionUnavailable("/api/third/order/cancelEntrust", "404"))
+    assert not engine.cancels.available
+    assert not engine.cancel("s", b)
+    assert refusals(events) == [(a, NO_CANCELS), (b, NO_CANCELS)]
+    assert engine.next_cancels() is None
+
+
+def test_a_missing_answer_for_an_order_without_id_says_so() -> None:
+    engine, events, _ = engine_with()
+    coid = engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    engine.cancel("s", coid)
+    cancels = engine.next_cancels()
+    assert cancels is not None
+    engine.on_cancel_answers(cancels, {})
+    assert refusals(events) == [(coid, NO_ANSWER)]
+    assert engine.unknown_count == 1  # still in doubt: nothing said otherwise
+
+
+def test_adoption_confirms_resting_orders_resolves_unknown_ones_and_counts_strangers() -> None:
+    engine, events, _ = engine_with()
+    (resting, gone) = accepted(engine, 2)
+    doubtful = engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    counts = engine.adopt(
+        "ETH-USD",
+        [
+            Record(resting, 100, Decimal(0), "open"),
+            Record(doubtful, 300, Decimal(0), "open"),
+            Record("placed-by-hand", 999, Decimal(0), "open"),
+        ],
+    )
+    assert counts == {"adopted": 1, "open": 1, "external": 1, "missing": 1}
+    assert updates(events)[-1] == (doubtful, OrderStatus.ACCEPTED)
+    assert engine.unknown_count == 0
+    assert {o.client_order_id for o in engine.open_orders()} == {resting, gone, doubtful}
+    assert engine.cancels.take_queries() == [101]  # the one the venue no longer lists
+    assert engine.cancels.external == 1
+
+
+def test_a_record_naming_another_client_id_is_no_evidence_for_an_unknown_order() -> None:
+    engine, _events, _ = engine_with()
+    engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    assert engine.apply_order_record(Record("someone-else", 5, Decimal(0), "open")) == "external"
+    assert engine.unknown_count == 1
+
+
+def test_the_kill_switch_cancels_every_open_order_of_every_strategy() -> None:
+    engine, _events, _ = engine_with()
+    accepted(engine, 3)
+    engine.kill_switch = True
+    batch = engine.next_cancels()
+    assert batch is not None and sorted(batch.order_ids) == [100, 101, 102]
