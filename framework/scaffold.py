@@ -27,6 +27,7 @@ import attrs
 
 from framework import (
     AccountPush,
+    CancelRejected,
     MatchRecord,
     OrderIntent,
     OrderUpdate,
@@ -84,8 +85,12 @@ class {cls}(Strategy):
         if update.status == "REJECTED":
             self.log.warning("refused %s: %s %s", update.client_order_id, update.code, update.msg)
 
+    def on_cancel_rejected(self, event: CancelRejected) -> None:
+        """A cancel (self.cancel / self.cancel_all) did not happen; the order keeps its state."""
+        self.log.warning("cancel refused %s: %s %s", event.client_order_id, event.code, event.msg)
+
     def on_stop(self) -> None:
-        """The node is stopping: last chance to log or submit (there is no cancel)."""
+        """The node is stopping: last chance to log, submit or cancel (self.cancel_all())."""
         self.log.info("stopping with position %s", self.portfolio.net_quantity(self.p.pair))
 '''
 

@@ -17,6 +17,7 @@ import attrs
 
 from framework import (
     AccountPush,
+    CancelRejected,
     MatchRecord,
     OrderIntent,
     OrderStatus,
@@ -59,6 +60,7 @@ HOOK_EVENTS = {
     "on_account": AccountPush,
     "on_match": MatchRecord,
     "on_order": OrderUpdate,
+    "on_cancel_rejected": CancelRejected,
 }
 
 

@@ -13,7 +13,7 @@ __all__ = ["TERMINAL", "MatchType", "OrderIntent", "OrderStatus", "PositionType"
 
 
 class OrderStatus(enum.StrEnum):
-    """The life of an intent: PENDING, ACCEPTED/REJECTED/UNKNOWN, FILLED/AMBIGUOUS/LOST.
+    """The life of an intent: PENDING, ACCEPTED/REJECTED/UNKNOWN, FILLED/AMBIGUOUS/LOST/CANCELED.
 
     AMBIGUOUS ends an UNKNOWN intent that belonged to a group of same-looking in-doubt intents
     (same pair, side and quantity) when matches of the group were seen: the group's fills are

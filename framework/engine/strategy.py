@@ -193,8 +193,10 @@ class Strategy:
         return [submit(self.name, intent) for intent in intents]
 
     def cancel(self, client_order_id: str) -> bool:
-        """Cancel one of this strategy's orders; the outcome arrives as on_order (CANCELED)
-        or on_cancel_rejected. False when refused at once (on_cancel_rejected has run)."""
+        """Cancel one of this strategy's orders; outcome in on_order or on_cancel_rejected.
+
+        Returns False when the cancel is refused at once (on_cancel_rejected has run).
+        """
         return self._desk().cancel(self.name, client_order_id)
 
     def cancel_all(self, pair: str | None = None) -> int:

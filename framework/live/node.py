@@ -60,15 +60,13 @@ from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metric
 from framework.live.poller import MatchPoller
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
+from framework.live.startup import FatalError, initial_sync
 from framework.live.stream import RestResync, StreamClient
 from framework.live.trading import TradingState
 from framework.live.wallclock import WallClock
 from framework.venue.errors import (
-    AuthError,
     ConfigError,
-    ExtensionUnavailable,
     FrameworkError,
-    SendFailed,
 )
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 from framework.venue.signing import make_signer
@@ -91,10 +89,6 @@ SUMMARY_KEYS: Final = (
 """Keys the summary always has, first and in this order (more follow)."""
 
 LAST_POLL_TIMEOUT_S: Final = 5.0
-
-
-class FatalError(FrameworkError):
-    """The node cannot run (found at start-up); the message is one line."""
 
 
 @attrs.define
@@ -400,49 +394,17 @@ class Node:
         )
 
     async def _initial_sync(self, resync: RestResync) -> None:
-        """The first REST calls: what fails here is a misconfiguration, said in one line."""
+        """The first REST calls (start-up.initial_sync), before strategies start."""
         assert self.venue is not None and self.poller is not None
-        try:
-            await resync()
-            await self.poller.initialize()
-            await self._adopt_open_orders()
-        except AuthError as exc:
-            raise FatalError(f"the venue refused the API key or signature: {exc}") from None
-        except SendFailed as exc:
-            raise FatalError(f"cannot reach the venue at {self.venue.base_url}: {exc}") from None
-        except (FrameworkError, OSError) as exc:
-            raise FatalError(f"first sync with the venue failed: {exc}") from None
-        log.info("initial sync done", extra={"pairs": len(self.config.pairs)})
-
-    async def _adopt_open_orders(self) -> None:
-        """Before strategies start: the journal's intents, then the venue's open orders.
-
-        Orders the journal knows are adopted (strategies see them in open_orders() at
-        on_start); those the venue does not list any more are queried; the others are
-        external. A venue without the extension turns cancels off in one log line.
-        """
         assert self.engine is not None and self.rest is not None
-        engine = self.engine
-        engine.restore()
-        for pair in self.config.pairs:
-            try:
-                records = await self.rest.all_open_orders(pair)
-            except ExtensionUnavailable as exc:
-                engine.cancels.turn_off(f"{exc}")
-                return
-            except (FrameworkError, OSError) as exc:
-                log.warning("open orders of %s not read (%s); none adopted", pair, exc)
-                continue
-            counts = engine.adopt(pair, list(records))
-            if any(counts.values()):
-                log.info("open orders of %s", pair, extra=counts)
-            if counts["external"]:
-                log.warning(
-                    "%s: %d resting orders at the venue were not placed by this node (external;"
-                    " never touched)",
-                    pair,
-                    counts["external"],
-                )
+        await initial_sync(
+            resync,
+            self.poller,
+            self.engine,
+            self.rest,
+            pairs=list(self.config.pairs),
+            base_url=self.venue.base_url,
+        )
 
     async def _start_tasks(self, tg: anyio.abc.TaskGroup) -> None:
         assert self.executor is not None and self.stream is not None
