@@ -28,6 +28,7 @@ import attrs
 
 from framework.engine.execution import ExecutionSettings
 from framework.twin.settings import TwinSettings
+from framework.venue.requests import OrderManagementPaths
 from framework.venue.rules import PairRules, settle_coin_of
 from framework.venue.signing import make_signer
 from framework.yaml_attrs import (
@@ -91,6 +92,8 @@ class VenueConfig:
     timeout_s: float = 10.0
     twin: TwinSettings | None = None
     """Settings of the embedded twin (prices, faults, seed...); its pairs are ``pairs:``."""
+    order_paths: OrderManagementPaths = attrs.Factory(OrderManagementPaths)
+    """Paths of the order-management extension (cancels, open orders; the SDK's by default)."""
 
 
 @attrs.frozen(slots=True, kw_only=True)

@@ -315,6 +315,7 @@ class Node:
                 timeout=config.venue.timeout_s,
                 now_ms=self.clock.now_ms,
                 observer=self.recorder.on_rest if self.recorder is not None else None,
+                order_paths=config.venue.order_paths,
             )
         )
         log.info("rest client ready", extra={"base_url": venue.base_url})
