@@ -12,17 +12,17 @@ one ``2001 Illegal parameter:timestamp``). Answers are SPEC section 2's envelope
 msg, data, sid) on HTTP 200. A missing or empty required parameter is ``2002 Required
 parameter:<name>``, a malformed one ``2001 Illegal parameter:<name>``.
 
-==========================================  =================================================
-path                                        parameters
-==========================================  =================================================
-/api/third/order/cancelEntrust              entrustId
-/api/third/order/cancelEntrustByCli         clientOrderId
-/api/third/order/batchCancelEntrust         entrustIds (comma-joined, at most 20)
-/api/third/order/batchCancelWithRes         entrustIds (comma-joined, at most 20)
-/api/third/order/cancelAll                  pairName (optional), isLong (optional)
+=================================================  ==========================================
+path                                               parameters
+=================================================  ==========================================
+/api/third/order/cancelEntrust                     entrustId
+/api/third/order/cancelEntrustByCli                clientOrderId
+/api/third/order/batchCancelEntrust                entrustIds (comma-joined, at most 20)
+/api/third/order/batchCancelWithRes                entrustIds (comma-joined, at most 20)
+/api/third/order/cancelAll                         pairName (optional), isLong (optional)
 /api/third/order/selectContractCurrentEntrustList  pairName, pageNo, pageSize
-/api/third/order/queryOrder                 entrustId
-==========================================  =================================================
+/api/third/order/queryOrder                        entrustId
+=================================================  ==========================================
 
 Order record (an element of the open-order list; ``data`` of queryOrder and of a successful
 single cancel)::
@@ -35,8 +35,8 @@ single cancel)::
 
 ``OPEN``: resting, ``quantity - filledQuantity`` left. ``FILLED``: all of it filled.
 ``CANCELED``: ended with less, ``filledQuantity`` may be above 0 (see
-:mod:`framework.twin.order_index`: IOC/market rests, FOK without fill, resting orders
-cancelled by a client or by the twin itself).
+:mod:`framework.twin.order_index`: what an IOC or market order did not fill, a FOK
+without fill, a resting order cancelled by a client or by the twin itself).
 
 * **selectContractCurrentEntrustList**: ``pairName`` required (2002 missing, 2001 unknown);
   ``pageNo`` from 1 (default 1), ``pageSize`` default 20, at most 100 (above: 2001).
@@ -58,7 +58,8 @@ cancelled by a client or by the twin itself).
   ``false``, else 2001). ``data = {"entrustIds": [ids cancelled, ascending]}``.
 
 A cancel takes the order out of the book and releases exactly what it froze (its reserve,
-pushed as an api_account change when above 0); a partly filled order cancels its rest.
+pushed as an api_account change when above 0: an order against the position froze
+nothing and pushes nothing); a partly filled order cancels its rest.
 A cancel and a fill (a mark move) never interleave: whichever the twin applies first wins,
 so a cancel after the full fill is 2341. Completed orders beyond the newest
 ``order_history_limit`` (100000) per account are forgotten (2340).
@@ -67,6 +68,10 @@ Faults (:mod:`framework.twin.faults`): latency, busy_rate (2329, nothing execute
 unavailable_rate (HTTP 503) apply to all seven paths; drop_response_rate and
 error_after_accept_rate apply to the five cancel paths once they executed (the cancel
 happened, its answer is lost or a 5xx).
+
+Settings (:class:`~framework.twin.settings.TwinSettings`): ``order_management`` (true),
+``max_cancel_ids`` (20), ``order_history_limit`` (100000), and the list's
+``default_page_size`` / ``max_page_size`` shared with SPEC's lists (20 / 100).
 """
 
 from __future__ import annotations

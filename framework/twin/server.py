@@ -10,6 +10,7 @@
         twin.counters.busy_answers                      # and count them
         twin.received_orders                            # (clientOrderId, payload) of orders read
         twin.executed_orders(api_key)                   # {clientOrderId: orderId} accepted
+        twin.order_records(api_key).open_orders()       # order records (order management)
 
 The twin is asyncio-only (uvicorn). It never installs signal handlers and never configures
 logging, so it is safe to embed in the daemon or a test. With ``prices.tick_interval`` above
@@ -41,6 +42,7 @@ from framework.twin.demo import DEMO_ADDRESS, DEMO_API_KEY
 from framework.twin.exchange import Exchange
 from framework.twin.faults import Faults
 from framework.twin.hub import Hub
+from framework.twin.order_index import OrderIndex
 from framework.twin.prices import RandomWalk, build_price_model
 from framework.twin.settings import TwinSettings
 from framework.venue.rules import settle_coin_of
@@ -209,6 +211,10 @@ class VenueTwin:
     def executed_orders(self, api_key: str) -> dict[str, int]:
         """clientOrderId -> orderId of every order the account had accepted (a copy)."""
         return dict(self.exchange.accounts[self.user_id(api_key)].order_ids)
+
+    def order_records(self, api_key: str) -> OrderIndex:
+        """The account's order records, as the order-management extension reports them (live)."""
+        return self.exchange.accounts[self.user_id(api_key)].orders
 
     def now_ms(self) -> int:
         """The twin's clock in milliseconds."""

@@ -482,8 +482,9 @@ async def test_completed_orders_beyond_the_limit_are_forgotten(
         await trader.query(CANCEL_PATH, entrustId=resting)
         assert (await query(trader, done[2]))["code"] == 2340
         assert (await record(trader, resting))["status"] == "CANCELED"
-        account = twin.exchange.accounts[twin.user_id(trader.api_key)]
-        assert len(account.orders) == 3
+        records = twin.order_records(trader.api_key)
+        assert len(records) == 3
+        assert [r.order_id for r in records.open_orders()] == []
 
 
 async def test_a_refused_atomic_batch_leaves_no_order_records(
