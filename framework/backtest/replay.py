@@ -27,7 +27,7 @@ balances describe the recorded account and are not applied (the paper account's 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -275,22 +275,16 @@ class Replayer:
 
     def _finish(self, pair: str) -> None:
         """Publish what a poll round found (as MatchPoller does) and move the cursor."""
-        current = self._rounds.pop(pair)
-        cursor = self._cursors[pair]
-        own = self.own_matches
+        self._cursors[pair].publish(self._rounds.pop(pair), self._deliver_match)
+
+    def _deliver_match(self, match: MatchRecord) -> None:
+        """A new match of a round: to the strategies, unless it is the recorded node's own."""
         stats = self.stats
-        found: Sequence[MatchRecord] = current.new_matches()  # the cursor moves past them all
-        for match in found:
-            cursor.deliver(match.id)
-        if own:
-            kept = [m for m in found if m.id not in own]
-            stats.matches_superseded += len(found) - len(kept)
-            found = kept
-        on_match = self._on_match
-        for match in found:
-            stats.matches_delivered += 1
-            on_match(match)
-        cursor.close(current)
+        if match.id in self.own_matches:  # the cursor moves past it all the same
+            stats.matches_superseded += 1
+            return
+        stats.matches_delivered += 1
+        self._on_match(match)
 
 
 class Executor(Protocol):

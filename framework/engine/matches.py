@@ -222,6 +222,27 @@ class MatchCursor:
         if self.last_id is None or match_id > self.last_id:
             self.last_id = match_id
 
+    def publish(
+        self,
+        rnd: MatchRound[M],
+        deliver: Callable[[M], None],
+        mark_seen: Callable[[int], None] | None = None,
+    ) -> tuple[int, bool]:
+        """The one poll-round publisher: every new match of a finished round, in id order, goes
+        to deliver and is marked delivered (``mark_seen`` makes it durable), then the cursor is
+        closed on the round. Returns (matches published, whether the cursor moved).
+
+        ``deliver`` must not raise (a live caller isolates its callback's failures).
+        """
+        published = 0
+        for match in rnd.new_matches():
+            deliver(match)
+            self.deliver(match.id)
+            if mark_seen is not None:
+                mark_seen(match.id)
+            published += 1
+        return published, self.close(rnd)
+
     def close(self, rnd: MatchRound[Any]) -> bool:
         """Apply a finished round (after delivering its matches); True when anything moved."""
         before = (self.last_id, self.floor, len(self.seen))
@@ -250,8 +271,6 @@ def run_round(
     rnd = cursor.start()
     while rnd.feed(fetch(rnd.request_id)):
         pass
-    new = rnd.new_matches()
-    for match in new:
-        cursor.deliver(match.id)
-    cursor.close(rnd)
+    new: list[MatchRecord] = []
+    cursor.publish(rnd, new.append)
     return new

@@ -24,6 +24,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -232,26 +233,26 @@ class MatchPoller:
                     pair,
                     cursor.last_id,
                 )
-            published = 0
             store = self._store
-            for match in rnd.new_matches():
-                try:
-                    self._on_match(match)
-                except Exception:
-                    # One bad match must not wedge the pair: every later poll would fail on it.
-                    self.stats.callback_errors += 1
-                    log.exception("on_match failed for match %s of %s; moving on", match.id, pair)
-                cursor.deliver(match.id)
-                store.mark_match_seen(pair, match.id)
-                published += 1
+            published, moved = cursor.publish(
+                rnd, self._deliver, partial(store.mark_match_seen, pair)
+            )
             self.stats.late_matches += rnd.late
-            if cursor.close(rnd) and cursor.last_id is not None:
+            if moved and cursor.last_id is not None:
                 store.save_match_window(pair, cursor.last_id, cursor.floor)
                 if rnd.initialise:
                     log.info("%s starts after match %d (no backfill)", pair, cursor.last_id)
             self.stats.matches += published
             self.last_poll[pair] = datetime.now(UTC)
             return published
+
+    def _deliver(self, match: MatchRecord) -> None:
+        try:
+            self._on_match(match)
+        except Exception:
+            # One bad match must not wedge the pair: every later poll would fail on it.
+            self.stats.callback_errors += 1
+            log.exception("on_match failed for match %s of %s; moving on", match.id, match.symbol)
 
     async def _job(self, pair: str) -> None:
         """The scheduled poll of one pair: errors are logged and counted, never raised."""
