@@ -180,7 +180,7 @@ class Replayer:
                 try:
                     push = decode(frame)
                 except DecodeError as exc:
-                    if exc.field == "event" and exc.record == "frame":
+                    if exc.unknown_event:
                         stats.unknown_events += 1
                     else:
                         stats.malformed_frames += 1

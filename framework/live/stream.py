@@ -340,7 +340,7 @@ class StreamClient:
         try:
             return self._codec.decode_frame(message)  # straight from the text
         except DecodeError as exc:
-            if exc.record == "frame" and exc.field == "event":
+            if exc.unknown_event:
                 stats.unknown_events += 1
                 self._log_bad("unknown event", message, stats.unknown_events)
             elif exc.record == "frame" and exc.reason.startswith("not JSON"):

@@ -237,6 +237,11 @@ class DecodeError(FrameworkError, ValueError):
         where = f"{record}.{field}" if field else record
         super().__init__(f"cannot decode {where}: {reason}")
 
+    @property
+    def unknown_event(self) -> bool:
+        """True for a frame whose event is neither a push nor an acknowledgement (not malformed)."""
+        return self.record == "frame" and self.field == "event"
+
     def __reduce__(self) -> tuple[object, ...]:
         return (DecodeError, (self.record, self.field, self.reason))
 
