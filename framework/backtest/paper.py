@@ -433,19 +433,20 @@ class PaperExecutor:
 
     def __init__(
         self,
-        engine: ExecutionEngine,
+        engine: Callable[[Callable[[], None]], ExecutionEngine],
         venue: PaperVenue,
         *,
         now_ms: Callable[[], int],
         schedule: Callable[[int, Callable[[], None]], None],
         latency_ms: int = 0,
     ) -> None:
-        self.engine = engine
         self.venue = venue
+        self.pending = False
+        self.engine = engine(self.wake)
+        """The engine it drives, built by the factory with this executor's wake as on_ready."""
         self._now_ms = now_ms
         self._schedule = schedule
         self.latency_ms = latency_ms
-        self.pending = False
         self._wake_at: int | None = None
         self.batches = 0
 

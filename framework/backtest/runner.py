@@ -93,9 +93,6 @@ class BacktestSettings:
 # ------------------------------------------------------------------------------ config
 
 
-
-
-
 def _split_section(text: str, name: str = "backtest") -> tuple[str, Any, int | None]:
     """The text with its top-level ``name:`` section blanked (line numbers kept)."""
     try:
@@ -140,7 +137,8 @@ def load_backtest_config(
     only = "".join(
         line if kept == "\n" and line != kept else "\n"
         for line, kept in zip(
-            text.splitlines(keepends=True), _split_section(text)[0].splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            _split_section(text)[0].splitlines(keepends=True),
             strict=True,
         )
     )
@@ -267,19 +265,19 @@ class Backtest:
             now_ms=clock.now_ms,
             coins=coins,
         )
-        engine = kernel.build_engine(
-            ids=ClientIdGenerator.ephemeral("bt", now_ms=start, random_bits=settings.seed),
-            mark_price=paper.mark,
-            random=random.Random(settings.seed).random,
-        )
         executor = PaperExecutor(
-            engine,
+            partial(
+                kernel.build_engine,
+                ids=ClientIdGenerator.ephemeral("bt", now_ms=start, random_bits=settings.seed),
+                mark_price=paper.mark,
+                random=random.Random(settings.seed).random,
+            ),
             paper,
             now_ms=clock.now_ms,
             schedule=timeline.at,
             latency_ms=settings.paper.latency_ms,
         )
-        engine.on_ready = executor.wake
+        engine = executor.engine
         timers: dict[tuple[str, str], Repeating] = {}
 
         def schedule(strategy: str, name: str, every_s: float) -> None:

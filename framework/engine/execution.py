@@ -88,6 +88,10 @@ REJECTED: Final = OrderStatus.REJECTED
 UNKNOWN: Final = OrderStatus.UNKNOWN
 
 
+def _nothing() -> None:
+    """The on_ready of an engine nobody drives."""
+
+
 class ExecutionEngine:
     """Turns strategies' intents into batches and every answer into OrderUpdate events."""
 
@@ -109,7 +113,7 @@ class ExecutionEngine:
         self._now_ms = now_ms
         self._ids = ids
         self._journal = journal
-        self.on_ready = on_ready
+        self._ready = on_ready if on_ready is not None else _nothing
         self._random = random if random is not None else _random.Random(0x5EED).random
         self._risk = RiskGate(settings.risk, rules, mark_price=mark_price)
         self._batcher: Batcher[LiveOrder, Batch] = Batcher(
@@ -154,8 +158,8 @@ class ExecutionEngine:
         if on and not self._risk.kill_switch:
             log.warning("kill switch ON: every new intent is refused, every open order cancelled")
         self._risk.kill_switch = on
-        if on and self.cancels.available and self.cancel_all(None) and self.on_ready is not None:
-            self.on_ready()
+        if on and self.cancels.available and self.cancel_all(None):
+            self._ready()
 
     def _now_dt(self, now_ms: int) -> datetime:
         if now_ms != self._dt_ms:
@@ -213,8 +217,7 @@ class ExecutionEngine:
             journal.add(coid, self._ids.node, strategy, intent, PENDING, now)
             self._outcomes.dirty = True
         self._batcher.push(entry, now)
-        if self.on_ready is not None:
-            self.on_ready()
+        self._ready()
         return coid
 
     def close(self) -> int:
@@ -394,23 +397,23 @@ class ExecutionEngine:
         cancels = self.cancels
         for entry in batch.entries:
             cancels.create_answered(entry)
-        if cancels.pending and self.on_ready is not None:
-            self.on_ready()
+        if cancels.pending:
+            self._ready()
 
     # -- cancels (an extension beyond SPEC.md: framework.engine.cancels) ------------------
 
     def cancel(self, strategy: str | None, client_order_id: str) -> bool:
         """Ask for the cancel of one order (see framework.engine.cancels); never raises."""
         asked = self.cancels.cancel(strategy, client_order_id)
-        if asked and self.cancels.pending and self.on_ready is not None:
-            self.on_ready()
+        if asked and self.cancels.pending:
+            self._ready()
         return asked
 
     def cancel_all(self, strategy: str | None, pair: str | None = None) -> int:
         """Cancel every open order of strategy (every strategy: None) on pair (None: all)."""
         count = self.cancels.cancel_all(strategy, pair)
-        if self.cancels.pending and self.on_ready is not None:
-            self.on_ready()
+        if self.cancels.pending:
+            self._ready()
         return count
 
     def open_orders(self, strategy: str | None = None, pair: str | None = None) -> list[OpenOrder]:
@@ -556,8 +559,8 @@ class ExecutionEngine:
         for match, delivered in kept:
             self._fills.recover_match(match, delivered)
         self.flush()
-        if (self._resend or self.cancels.pending) and self.on_ready is not None:
-            self.on_ready()
+        if self._resend or self.cancels.pending:
+            self._ready()
         return self._resend
 
     # -- introspection ------------------------------------------------------------------

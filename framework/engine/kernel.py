@@ -7,7 +7,8 @@ where batches go (it drives ``kernel.engine`` with its executor). The kernel bui
 everything else from the config::
 
     kernel = Kernel(config, clock)                  # bus, portfolio, frame intake
-    engine = kernel.build_engine(ids=..., ...)      # the execution engine on kernel.bus
+    executor = Executor(partial(kernel.build_engine, ids=...), ...)
+    #   the executor builds the engine with its own wake as on_ready: wired at construction
     kernel.load_strategies(schedule=...)            # context, strategies, dispatch
     kernel.start()                                  # Started (on_start), then recovery
     ... edges feed kernel.intake (pushes) and kernel.on_match (match polls) ...
@@ -86,38 +87,41 @@ class Kernel:
 
     @property
     def engine(self) -> ExecutionEngine:
-        """The execution engine (after build_engine or use_engine)."""
+        """The execution engine (after build_engine)."""
         if self._engine is None:
             raise RuntimeError("Kernel.engine: build_engine() has not run")
         return self._engine
 
     def build_engine(
         self,
+        on_ready: Callable[[], None] | None = None,
         *,
         ids: ClientIdGenerator,
         journal: JournalProtocol | None = None,
         mark_price: Callable[[str], Decimal | None] | None = None,
         random: Callable[[], float] | None = None,
     ) -> ExecutionEngine:
-        """The execution engine of the config, publishing on the kernel's bus."""
-        config = self.config
-        return self.use_engine(
-            ExecutionEngine(
-                config.execution,
-                rules=config.pairs,
-                publish=self.bus.publish,
-                now_ms=self.clock.now_ms,
-                ids=ids,
-                journal=journal,
-                mark_price=mark_price,
-                random=random,
-            )
-        )
+        """The execution engine of the config, publishing on the kernel's bus.
 
-    def use_engine(self, engine: ExecutionEngine) -> ExecutionEngine:
-        """Adopt an engine a runtime built itself (it must publish on kernel.bus)."""
-        self._engine = engine
-        return engine
+        ``on_ready`` is its driver's wake: a runtime passes this method, bound to its ids
+        and the rest, as the factory its executor calls with its own wake (None: nobody
+        drives it, as in tests of the kernel alone).
+        """
+        if self._engine is not None:
+            raise RuntimeError("Kernel.build_engine: the engine is built already")
+        config = self.config
+        self._engine = ExecutionEngine(
+            config.execution,
+            rules=config.pairs,
+            publish=self.bus.publish,
+            now_ms=self.clock.now_ms,
+            ids=ids,
+            journal=journal,
+            on_ready=on_ready,
+            mark_price=mark_price,
+            random=random,
+        )
+        return self._engine
 
     def load_strategies(
         self,

@@ -45,7 +45,7 @@ from framework.venue.order_management import OrderRecord
 from framework.venue.requests import PreparedRequest
 from framework.venue.rules import PairRules
 
-__all__ = ["AfterCommit", "LiveExecutor", "build_execution"]
+__all__ = ["AfterCommit", "EngineFactory", "LiveExecutor", "build_execution"]
 
 log = logging.getLogger("framework.executor")
 
@@ -53,19 +53,24 @@ AfterCommit = Callable[[str, Batch], None]
 """Test hook: called with ("cut", batch) before a batch's commit, ("sent", batch) after it."""
 
 
+EngineFactory = Callable[[Callable[[], None]], ExecutionEngine]
+"""Builds the engine an executor drives, given the executor's wake (the engine's on_ready)."""
+
+
 class LiveExecutor:
     """Sends the engine's batches until cancelled; wake() is the engine's on_ready."""
 
     def __init__(
         self,
-        engine: ExecutionEngine,
+        engine: EngineFactory,
         rest: RestClient,
         *,
         clock: Clock,
         journal: Journal | None = None,
         after_commit: AfterCommit | None = None,
     ) -> None:
-        self.engine = engine
+        self.engine = engine(self.wake)
+        """The engine it drives, built by the factory with this executor's wake as on_ready."""
         self.journal = journal
         self.rest = rest
         self.clock = clock
@@ -276,23 +281,30 @@ def build_execution(
     node: str = "pf",
     mark_price: Callable[[str], Decimal | None] | None = None,
 ) -> tuple[ExecutionEngine, LiveExecutor]:
-    """Wire an engine (ids from the journal's blocks) to a LiveExecutor sending over rest."""
+    """An engine (ids from the journal's blocks) driven by a LiveExecutor sending over rest.
+
+    For tools and tests that run the execution layer without a config; the node builds its
+    engine through the kernel.
+    """
     if journal is not None:
         ids = ClientIdGenerator(node, journal)
     else:
         ids = ClientIdGenerator.ephemeral(
             node, now_ms=clock.now_ms(), random_bits=secrets.randbits(20)
         )
-    engine = ExecutionEngine(
-        settings,
-        rules=rules,
-        publish=publish,
-        now_ms=clock.now_ms,
-        ids=ids,
-        journal=journal,
-        mark_price=mark_price,
-        random=random.SystemRandom().random,
-    )
+
+    def engine(wake: Callable[[], None]) -> ExecutionEngine:
+        return ExecutionEngine(
+            settings,
+            rules=rules,
+            publish=publish,
+            now_ms=clock.now_ms,
+            ids=ids,
+            journal=journal,
+            mark_price=mark_price,
+            random=random.SystemRandom().random,
+            on_ready=wake,
+        )
+
     executor = LiveExecutor(engine, rest, clock=clock, journal=journal)
-    engine.on_ready = executor.wake
-    return engine, executor
+    return executor.engine, executor

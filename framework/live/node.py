@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import signal
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from decimal import Decimal
+from functools import partial
 from typing import Any, Final, TypeVar
 
 import anyio
@@ -44,6 +46,7 @@ import attrs
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.config import Config
+from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import Clock
 from framework.engine.events import (
     ConnectionChanged,
@@ -54,7 +57,7 @@ from framework.engine.intents import OrderIntent
 from framework.engine.kernel import Kernel
 from framework.engine.strategy import Strategy
 from framework.live.embedded import VenueAccess, open_venue
-from framework.live.executor import LiveExecutor, build_execution
+from framework.live.executor import LiveExecutor
 from framework.live.journal import Journal
 from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metrics
 from framework.live.poller import MatchPoller
@@ -329,21 +332,23 @@ class Node:
         self.portfolio.seed_log_ids(
             {c: i for c in config.coins() if (i := journal.get_log_id(c)) is not None}
         )
-        self.engine, self.executor = build_execution(
-            config.execution,
-            rest=rest,
-            publish=self.bus.publish,
-            rules=config.pairs,
+        self.executor = LiveExecutor(
+            partial(
+                self.kernel.build_engine,
+                ids=ClientIdGenerator(config.node.name, journal),
+                journal=journal,
+                mark_price=self._last_price.get,
+                random=random.SystemRandom().random,
+            ),
+            rest,
             clock=self.clock,
             journal=journal,
-            node=config.node.name,
-            mark_price=self._last_price.get,
         )
+        self.engine = self.executor.engine
         log.info("execution engine ready", extra={"node": config.node.name})
         self.scheduler = AsyncIOScheduler(timezone="UTC")
         # Registered after the REST client, so it runs before the client closes, on any exit.
         stack.callback(self._stop_scheduler)
-        self.kernel.use_engine(self.engine)
         self.trading.follow(self.bus, self.portfolio, self.engine.status)
         try:
             self.kernel.load_strategies(schedule=self._schedule, submit=self._submit)
