@@ -34,7 +34,7 @@ import math
 import random
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from decimal import Decimal
 from functools import partial
@@ -65,6 +65,7 @@ from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.startup import FatalError, initial_sync
 from framework.live.stream import RestResync, StreamClient
+from framework.live.summary import SUMMARY_KEYS, run_summary
 from framework.live.trading import TradingState
 from framework.live.wallclock import WallClock
 from framework.venue.errors import (
@@ -79,17 +80,6 @@ __all__ = ["SUMMARY_KEYS", "FatalError", "Node"]
 log = logging.getLogger("framework.node")
 
 _T = TypeVar("_T")
-
-SUMMARY_KEYS: Final = (
-    "pushes",
-    "matches",
-    "orders_sent",
-    "orders_accepted",
-    "orders_rejected",
-    "orders_unknown",
-    "reconnects",
-)
-"""Keys the summary always has, first and in this order (more follow)."""
 
 LAST_POLL_TIMEOUT_S: Final = 5.0
 
@@ -193,35 +183,20 @@ class Node:
         (accepted limit orders not filled, per pair) and ``pnl`` per pair (realized and fees
         of this node's matches, unrealized as of the last REST position snapshot).
         """
-        counters = dict(self.engine.counters()) if self.engine is not None else {}
-        stream = self.stream.stats.as_dict() if self.stream is not None else {}
-        poller = self.poller.stats.as_dict() if self.poller is not None else {}
-        out: dict[str, Any] = {
-            "pushes": self.tallies.pushes,
-            "matches": self.tallies.matches,
-            "orders_sent": counters.pop("orders_sent", 0),
-            "orders_accepted": counters.pop("orders_accepted", 0),
-            "orders_rejected": counters.pop("orders_rejected", 0),
-            "orders_unknown": counters.pop("orders_unknown", 0),
-            "reconnects": stream.get("reconnects", 0),
-        }
-        out.update(counters)
-        out.update(
-            polls=poller.get("polls", 0),
-            poll_errors=poller.get("errors", 0),
-            stream_connects=stream.get("connects", 0),
-            malformed_frames=stream.get("malformed", 0),
-            strategy_errors=self.bus.handler_errors,
-            strategies_stopped=sorted(self.bus.stopped),
-            **self.portfolio.counters(),
-            positions={pair: str(q) for pair, q in self.positions().items()},
-            resting=self.trading.resting(),
-            pnl={pair: _strings(amounts) for pair, amounts in self.trading.pnl().items()},
+        return run_summary(
+            counters=dict(self.engine.counters()) if self.engine is not None else {},
+            stream=self.stream.stats.as_dict() if self.stream is not None else {},
+            poller=self.poller.stats.as_dict() if self.poller is not None else {},
+            pushes=self.tallies.pushes,
+            matches=self.tallies.matches,
+            bus=self.bus,
+            portfolio=self.portfolio,
+            trading=self.trading,
+            positions=self.positions(),
             drain_skipped=self._force,
             uptime_s=round(time.monotonic() - self._began, 3),
             reason=self.stop_reason,
         )
-        return out
 
     def _metric_tallies(self) -> dict[str, int]:
         s = self.summary()
@@ -607,7 +582,3 @@ class Node:
         if self.metrics is not None:
             self.metrics.set_state("poller", "running" if state == "ok" else state)
         self.bus.publish(ConnectionChanged("poller", state, detail))
-
-
-def _strings(amounts: Mapping[str, Decimal | None]) -> dict[str, str | None]:
-    return {k: None if v is None else str(v) for k, v in amounts.items()}

@@ -1,0 +1,78 @@
+"""The run's summary: the tallies ``run.py live`` prints at exit (and metrics read).
+
+SUMMARY_KEYS come first, in their order; then the execution engine's counters, the stream's
+and the poller's, the portfolio's, and the trading state: open positions (net signed
+quantity), resting limit orders per pair and PnL per pair (realized and fees of this node's
+matches, unrealized as of the last REST position snapshot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, Final
+
+from framework.engine.bus import Bus
+from framework.engine.portfolio import Portfolio
+from framework.live.trading import TradingState
+
+__all__ = ["SUMMARY_KEYS", "run_summary"]
+
+SUMMARY_KEYS: Final = (
+    "pushes",
+    "matches",
+    "orders_sent",
+    "orders_accepted",
+    "orders_rejected",
+    "orders_unknown",
+    "reconnects",
+)
+"""Keys the summary always has, first and in this order (more follow)."""
+
+
+def run_summary(
+    *,
+    counters: dict[str, int],
+    stream: Mapping[str, int],
+    poller: Mapping[str, int],
+    pushes: int,
+    matches: int,
+    bus: Bus,
+    portfolio: Portfolio,
+    trading: TradingState,
+    positions: Mapping[str, Decimal],
+    drain_skipped: bool,
+    uptime_s: float,
+    reason: str,
+) -> dict[str, Any]:
+    """The summary of one run from its parts (see module)."""
+    out: dict[str, Any] = {
+        "pushes": pushes,
+        "matches": matches,
+        "orders_sent": counters.pop("orders_sent", 0),
+        "orders_accepted": counters.pop("orders_accepted", 0),
+        "orders_rejected": counters.pop("orders_rejected", 0),
+        "orders_unknown": counters.pop("orders_unknown", 0),
+        "reconnects": stream.get("reconnects", 0),
+    }
+    out.update(counters)
+    out.update(
+        polls=poller.get("polls", 0),
+        poll_errors=poller.get("errors", 0),
+        stream_connects=stream.get("connects", 0),
+        malformed_frames=stream.get("malformed", 0),
+        strategy_errors=bus.handler_errors,
+        strategies_stopped=sorted(bus.stopped),
+        **portfolio.counters(),
+        positions={pair: str(q) for pair, q in positions.items()},
+        resting=trading.resting(),
+        pnl={pair: _strings(amounts) for pair, amounts in trading.pnl().items()},
+        drain_skipped=drain_skipped,
+        uptime_s=uptime_s,
+        reason=reason,
+    )
+    return out
+
+
+def _strings(amounts: Mapping[str, Decimal | None]) -> dict[str, str | None]:
+    return {k: None if v is None else str(v) for k, v in amounts.items()}
