@@ -29,12 +29,16 @@ class Ladder(Strategy):
        2 x levels orders outstanding.
     4. When a fill lands more than ``recentre_levels`` x spacing from the reference, the
        ladder re-centres: it cancels its resting orders (an extension beyond SPEC.md; see
-       the README) and builds the grid again around that fill.
+       the README) and builds the grid again around that fill. An order being cancelled is
+       forgotten once CANCELED; if it fills first (the venue refuses the cancel) or the
+       cancel is refused, its fill is still answered like any other.
 
     After a restart the ladder adopts what it left on the book: at on_start its open orders
-    (the journal's, confirmed by the venue's open-order list) that sit on the new grid are
-    kept, the others cancelled, and only the missing levels are placed, so a restart never
-    lays a second grid over the first.
+    (the journal's, checked against the venue's open-order list) that sit on the new grid
+    are kept, the others cancelled, and only the missing levels are placed, so a restart
+    never lays a second grid over the first. An order the venue no longer lists is adopted
+    until the venue's record of it arrives: filled, its fill is answered; cancelled while
+    the node was down, it is forgotten and its level stays empty until a re-centre.
 
     All orders have the same quantity, so a counter order never exceeds the position it
     reduces (the venue's rule 2318). Decisions depend only on the fills and order updates
@@ -74,6 +78,9 @@ class Ladder(Strategy):
         self.probe_id: str | None = None
         # client_order_id -> (is_long, price) of the orders this ladder has resting.
         self.resting: dict[str, tuple[bool, Decimal]] = {}
+        # The same, of the orders it asked to cancel and has no outcome for yet: they may
+        # still fill (a fill that reached the venue first), and then the fill is answered.
+        self.cancelling: dict[str, tuple[bool, Decimal]] = {}
         self.fills = 0
         self.recentred = 0
         self.adopted = 0
@@ -107,6 +114,8 @@ class Ladder(Strategy):
             return
         side = self.resting.pop(cid, None)
         if side is None:
+            side = self.cancelling.pop(cid, None)  # filled before its cancel reached the venue
+        if side is None:
             return
         was_long, price = side
         s = self.settings
@@ -130,9 +139,11 @@ class Ladder(Strategy):
         """Forget refused and cancelled orders; an unplaceable probe leaves the ladder unbuilt."""
         if update.status is OrderStatus.CANCELED:
             self.resting.pop(update.client_order_id, None)
+            self.cancelling.pop(update.client_order_id, None)
             return
         if update.status in (OrderStatus.REJECTED, OrderStatus.LOST):
             self.resting.pop(update.client_order_id, None)
+            self.cancelling.pop(update.client_order_id, None)
             self.log.warning(
                 "order refused",
                 extra={
@@ -159,8 +170,7 @@ class Ladder(Strategy):
         self.recentred += 1
         self.log.info("re-centring", extra={"from": str(self.reference), "to": str(price)})
         for cid in list(self.resting):
-            self.cancel(cid)  # on_order(CANCELED) forgets each; a refusal is logged
-        self.resting.clear()
+            self._withdraw(cid)
         self._build(price)
 
     def _build(self, reference: Decimal) -> None:
@@ -172,15 +182,23 @@ class Ladder(Strategy):
         for cid, side in list(self.resting.items()):
             if side in wanted:
                 wanted.discard(side)  # already resting there (adopted): kept
-            elif self.cancel(cid):
-                del self.resting[cid]
+            else:
+                self._withdraw(cid)
         for is_long, price in sorted(wanted, key=lambda side: (not side[0], side[1])):
             self._place(is_long, price)
 
     def on_cancel_rejected(self, event: CancelRejected) -> None:
-        """A cancel that did not happen: the order may still fill (its fill is answered)."""
+        """A cancel that did not happen: the order may still rest, and its fill is answered."""
+        side = self.cancelling.pop(event.client_order_id, None)
+        if side is not None:  # not filled yet (its match would have taken it): still ours
+            self.resting[event.client_order_id] = side
         self.log.warning("cancel refused", extra={"client_order_id": event.client_order_id,
                                                    "code": event.code, "reason": event.msg})  # fmt: skip
+
+    def _withdraw(self, cid: str) -> None:
+        """Cancel a resting order: CANCELED forgets it, a refusal keeps it (on_cancel_rejected)."""
+        self.cancelling[cid] = self.resting.pop(cid)
+        self.cancel(cid)
 
     def _grid(self, is_long: bool, price: Decimal) -> tuple[bool, Decimal]:
         # Round away from the reference: a buy never above, a sell never below, the grid price.

@@ -76,7 +76,8 @@ CANCEL_CODES: Final[dict[int, str]] = {
     NOTHING_TO_CANCEL: "Nothing to cancel: {0}",
     NOT_OWNER: "Order {0} belongs to strategy {1}",
     NO_CANCELS: "The venue does not offer cancels ({0})",
-    NO_ANSWER: "The venue's answer did not say; the order was queried and is {0}",
+    NO_ANSWER: "The venue's answer did not say, and with no orderId the order cannot be queried:"
+    " it stays {0}",
 }
 """The framework's own cancel refusal codes and their message templates."""
 
@@ -351,8 +352,8 @@ class Canceller:
             for entry in batch.entries:
                 self._refuse(entry.strategy, entry.client_order_id, code, msg)
             return
-        log.warning("cancel call %d (%d orders): outcome unknown (%s); asking the venue",
-                    batch.id, len(batch.entries), msg)  # fmt: skip
+        log.warning("cancel call %d (%d orders): outcome unknown (%s); the orders with an"
+                    " orderId are queried", batch.id, len(batch.entries), msg)  # fmt: skip
         for entry in batch.entries:
             self._query(entry)
 
@@ -379,7 +380,7 @@ class Canceller:
         self.unavailable_reason = reason
 
     def _query(self, entry: LiveOrder) -> None:
-        if entry.order_id is None:
+        if entry.order_id is None:  # nothing to ask by (queryOrder takes an orderId): say so
             self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, entry.status)
             return
         self._queries[entry.order_id] = entry
