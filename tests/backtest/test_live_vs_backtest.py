@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import ClassVar
 
 import orjson
 import pytest
 
+from framework import CancelRejected, MatchRecord, OrderIntent, OrderStatus, OrderUpdate
 from framework.backtest.cli import backtest_main, record_main
 from framework.backtest.recording import RecordingReader, RestRecord
 from framework.backtest.runner import Backtest, load_backtest_config
+from framework.twin.order_management import CANCEL_PATH
 from framework.venue.requests import MATCHES_PATH
+from strategies.pulse import Pulse
 
 CONFIG = """\
 venue:
@@ -84,3 +88,98 @@ def test_a_strategy_trades_alike_live_and_on_its_own_recording(
     )
     assert (tmp_path / "report" / "report.html").stat().st_size > 1000
     capsys.readouterr()
+
+
+class Requoter(Pulse):
+    """Pulse, plus one far bid (10 % under its last fill) replaced at every pulse: a cancel each.
+
+    The bid never fills (the walk does not move 10 % in seconds), so the trades are Pulse's,
+    and each pulse cancels the bid of the pulse before. Every instance is kept in ``runs``
+    (the live run's and the backtest's run in this process).
+    """
+
+    runs: ClassVar[list[Requoter]] = []
+
+    def on_start(self) -> None:
+        """Pulse's timer, and the bookkeeping of the bids."""
+        super().on_start()
+        Requoter.runs.append(self)
+        self.bid: str | None = None
+        self.last_price: Decimal | None = None
+        self.bids: list[Decimal] = []
+        self.canceled: list[str] = []
+        self.refused: list[CancelRejected] = []
+
+    def on_timer(self, name: str) -> None:
+        """Cancel the last bid, place the next one, then pulse."""
+        if self.bid is not None:
+            self.cancel(self.bid)
+            self.bid = None
+        s = self.settings
+        if self.last_price is not None:
+            price = (self.last_price * Decimal("0.9")).quantize(Decimal("0.1"))
+            self.bids.append(price)
+            self.bid = self.submit(
+                OrderIntent(pair=s.pair, is_long=True, quantity=s.quantity, price=price, tag="bid")
+            )
+        super().on_timer(name)
+
+    def on_match(self, match: MatchRecord) -> None:
+        """Pulse's rule; the fill price places the next bid."""
+        super().on_match(match)
+        if match.client_order_id is not None and match.average_price is not None:
+            self.last_price = match.average_price
+
+    def on_order(self, update: OrderUpdate) -> None:
+        """Pulse's rule; cancelled bids are counted."""
+        super().on_order(update)
+        if update.status is OrderStatus.CANCELED:
+            self.canceled.append(update.client_order_id)
+
+    def on_cancel_rejected(self, event: CancelRejected) -> None:
+        """A cancel that did not happen (none should)."""
+        self.refused.append(event)
+
+
+def test_a_strategy_that_cancels_trades_and_cancels_alike_live_and_on_its_recording(
+    tmp_path: Path,
+) -> None:
+    config_path = tmp_path / "requoter.yaml"
+    config_path.write_text(
+        CONFIG.replace("strategies.pulse:Pulse", "tests.backtest.test_live_vs_backtest:Requoter")
+    )
+    recording = tmp_path / "requoter.jsonl.gz"
+    Requoter.runs.clear()
+    assert record_main(["-c", str(config_path), "--out", str(recording), "--duration", "4"]) == 0
+    (live,) = Requoter.runs
+    fills = live_fills(recording)
+    assert len(fills) >= 4
+    assert len(live.canceled) >= 3 and live.refused == []
+    cancel_calls = [
+        r
+        for r in RecordingReader(recording).records()
+        if isinstance(r, RestRecord) and r.path == CANCEL_PATH
+    ]
+    assert len(cancel_calls) >= len(live.canceled)  # the recording holds the cancel answers
+
+    config, settings = load_backtest_config(config_path)
+    result = Backtest(config, recording, settings).run()
+    (paper,) = [s for s in result.strategies if isinstance(s, Requoter)]
+    assert paper is not live
+    paper_fills = [(f.is_long, f.quantity, f.price) for f in result.paper.fills]
+    compared = min(len(fills), len(paper_fills))
+    assert compared >= len(fills) - 1
+    assert paper_fills[:compared] == fills[:compared]  # the bids never filled, either side
+    # The same bids at the same prices, each cancelled at the next pulse, in both runs.
+    placed = min(len(live.bids), len(paper.bids))
+    assert placed >= len(live.bids) - 1 and paper.bids[:placed] == live.bids[:placed]
+    assert abs(len(paper.canceled) - len(live.canceled)) <= 1
+    assert paper.refused == []
+    assert len(paper.canceled) == len(paper.bids) - (1 if paper.bid is not None else 0)
+    # The paper venue agrees: every bid but the last is cancelled there.
+    index = result.paper.exchange.accounts[1].orders
+    assert all(index.by_client_id(c).status == "CANCELED" for c in paper.canceled)  # type: ignore[union-attr]
+    assert {r.client_order_id for r in index.open_orders()} == (
+        {paper.bid} if paper.bid is not None else set()
+    )
+    assert result.engine.counters()["orders_canceled"] == len(paper.canceled)
