@@ -217,6 +217,9 @@ class ReportCollector:
             "unknown": counters.get("orders_unknown", 0),
             "lost": counters.get("orders_lost", 0),
             "filled": counters.get("orders_filled", 0),
+            "canceled": counters.get("orders_canceled", 0),
+            "cancels_sent": counters.get("cancels_sent", 0),
+            "cancels_rejected": counters.get("cancels_rejected", 0),
             "batches": counters.get("batches_sent", 0),
             "retries": counters.get("retries", 0),
         }

@@ -207,17 +207,17 @@ class Canceller:
             return self._refuse(
                 strategy, client_order_id, NOT_OWNER, client_order_id, entry.strategy
             )
-        if not self.available:
-            return self._refuse(entry.strategy, client_order_id, NO_CANCELS,
-                                self.unavailable_reason)  # fmt: skip
         coid = client_order_id
         if coid in self._queued or coid in self._inflight or coid in self._after_answer:
             return True  # asked already
         status = entry.status
+        if status is PENDING and self._unqueue(entry):  # never sent: nothing reached the venue
+            self._cancelled([entry], None, "canceled before it was sent")
+            return True
+        if not self.available:
+            return self._refuse(entry.strategy, client_order_id, NO_CANCELS,
+                                self.unavailable_reason)  # fmt: skip
         if status is PENDING:
-            if self._unqueue(entry):  # never sent: nothing reached the venue
-                self._cancelled([entry], None, "canceled before it was sent")
-                return True
             self._after_answer[coid] = entry  # in flight (or waiting for a retry)
             return True
         if status is UNKNOWN or (status is ACCEPTED and entry.order_id is None):

@@ -128,6 +128,9 @@ def test_the_ladder_recentres_on_the_paper_venue_with_cancels(
     assert counters["orders_canceled"] == 5 and counters.get("cancels_rejected", 0) == 0
     assert result.collector.statuses[OrderStatus.CANCELED.value] == 5
     assert result.results["orders"]["filled"] == 3
+    assert result.results["orders"]["canceled"] == 5
+    assert result.results["orders"]["cancels_sent"] == 5
+    assert result.results["orders"]["cancels_rejected"] == 0
 
 
 def test_a_ladder_backtest_with_cancels_gives_the_same_report_twice(

@@ -273,3 +273,12 @@ def test_the_kill_switch_cancels_every_open_order_of_every_strategy() -> None:
     engine.kill_switch = True
     batch = engine.next_cancels()
     assert batch is not None and sorted(batch.order_ids) == [100, 101, 102]
+
+
+def test_a_queued_order_is_withdrawn_even_where_the_venue_has_no_cancels() -> None:
+    engine, events, _ = engine_with()
+    engine.cancels.turn_off("HTTP 404")
+    coid = engine.submit("s", order())
+    assert engine.cancel("s", coid)  # nothing to ask the venue: it never left
+    assert updates(events) == [(coid, OrderStatus.CANCELED)]
+    assert engine.next_batch() is None
