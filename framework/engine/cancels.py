@@ -38,6 +38,7 @@ engine's own bookkeeping of its intents.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Final, Protocol
@@ -190,6 +191,7 @@ class Canceller:
         self._after_answer: dict[str, LiveOrder] = {}
         self._inflight: set[str] = set()
         self._queries: dict[int, LiveOrder] = {}  # order id -> entry: to ask the venue
+        self._unfilled: deque[tuple[int, LiveOrder]] = deque()  # (accepted ms, IOC/FOK/market)
         self._asking: dict[int, LiveOrder] = {}  # queries sent, not answered
         self._next_id = 1
         self.external = 0
@@ -277,6 +279,36 @@ class Canceller:
         self._publish(CancelRejected(client_order_id, strategy, code, msg))
         return False
 
+    # -- orders that never rest ---------------------------------------------------------
+
+    def accepted(self, entry: LiveOrder, now_ms: int) -> None:
+        """An order was ACCEPTED: one that cannot rest is watched until its fills add up."""
+        if not is_resting(entry.order):
+            self._unfilled.append((now_ms, entry))
+
+    def settle_unfilled(self, cutoff_ms: int) -> None:
+        """ACCEPTED orders that cannot rest, accepted at or before cutoff_ms and not filled.
+
+        Their fate was sealed at the venue when it answered (an IOC's rest, a FOK without
+        fill, are not kept); their fills may still come as matches. Each is queried where
+        the venue offers queryOrder (its record ends it: CANCELED with what filled), else
+        retired: no longer tracked, its status left as told, a late match still linked.
+        """
+        unfilled = self._unfilled
+        live = self._ledger.live
+        while unfilled and unfilled[0][0] <= cutoff_ms:
+            entry = unfilled.popleft()[1]
+            if live.get(entry.client_order_id) is not entry or entry.status is not ACCEPTED:
+                continue  # filled (or ended otherwise) meanwhile
+            if self.available and entry.order_id is not None:
+                self._queries[entry.order_id] = entry
+            else:
+                self._ledger.retire(entry)
+
+    def next_unfilled_ms(self) -> int | None:
+        """When the oldest watched order was accepted (None: none is watched)."""
+        return self._unfilled[0][0] if self._unfilled else None
+
     # -- sending ------------------------------------------------------------------------
 
     def next_batch(self) -> CancelBatch | None:
@@ -310,6 +342,9 @@ class Canceller:
     def query_failed(self, order_id: int, why: str) -> None:
         """A queryOrder call failed: the order keeps the state the engine knows."""
         entry = self._asking.pop(order_id, None)
+        if entry is not None and not is_resting(entry.order) and entry.status is ACCEPTED:
+            self._ledger.retire(entry)  # it cannot rest: nothing more to wait for
+            return
         if entry is not None:
             log.warning("order %s: query failed (%s); its state stays as known (%s)",
                         entry.client_order_id, why, entry.status)  # fmt: skip
@@ -421,6 +456,8 @@ class Canceller:
         if state == "open" and entry.status is UNKNOWN:
             self._outcomes.found_open(entry, filled)
             return "adopted"
+        if entry.status is ACCEPTED and not is_resting(entry.order):
+            self._ledger.retire(entry)  # it cannot rest: no state to wait for
         return "open"
 
     def adopt(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:

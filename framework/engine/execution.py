@@ -310,6 +310,7 @@ class ExecutionEngine:
             if entry.booked and not is_resting(entry.order):
                 self._risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
                 entry.booked = False
+            self.cancels.accepted(entry, now)
             rows.append((ACCEPTED, order_id, None, None, now, entry.client_order_id))
             events.append(
                 OrderUpdate(
@@ -458,13 +459,22 @@ class ExecutionEngine:
     def tick(self) -> int:
         """End doubt that outlived unknown_window_s: LOST, or AMBIGUOUS for counted groups.
 
-        Returns how many intents ended.
+        Also settles ACCEPTED orders that cannot rest and have not filled within that window
+        (queried, or retired: see Canceller.settle_unfilled). Returns how many intents ended
+        in doubt.
         """
         ledger = self._ledger
+        window_ms = int(self.settings.unknown_window_s * 1000)
+        cancels = self.cancels
+        if cancels.next_unfilled_ms() is not None:
+            now = self._now_ms()
+            cancels.settle_unfilled(now - window_ms)
+            if cancels.pending:
+                self._ready()
         if not ledger.unknown:
             return 0
         now = self._now_ms()
-        expired, due = ledger.expired(now - int(self.settings.unknown_window_s * 1000))
+        expired, due = ledger.expired(now - window_ms)
         ended = 0
         for group in due:
             ended += self._outcomes.ambiguous(group, "the window is over")
@@ -476,6 +486,10 @@ class ExecutionEngine:
         """Milliseconds until next_batch() or tick() may have work; None: only an event can."""
         now = self._now_ms()
         due = self._batcher.next_due_ms(now)
+        oldest = self.cancels.next_unfilled_ms()
+        if oldest is not None:
+            settle = max(0, oldest + int(self.settings.unknown_window_s * 1000) - now)
+            due = settle if due is None else min(due, settle)
         if self._ledger.unknown:
             window_ms = int(self.settings.unknown_window_s * 1000)
             deadline = self._ledger.next_doubt_deadline_ms(window_ms)
@@ -533,6 +547,9 @@ class ExecutionEngine:
             pending_max_age_s=self.settings.pending_max_age_s,
             chosen_id=self._user_ids.add,
         )
+        for entry in ledger.live.values():  # IOC/FOK/market orders answered before the stop
+            if entry.status is ACCEPTED:
+                self.cancels.accepted(entry, now)
 
     def recover(self) -> int:
         """Restore (if not yet), publish what it found, then decide the kept matches (once).

@@ -238,6 +238,15 @@ class Ledger:
             if entry.status is OrderStatus.FILLED or entry.status is OrderStatus.CANCELED:
                 self._remember(entry.order_id, (coid, entry.strategy, ()))
 
+    def retire(self, entry: LiveOrder) -> None:
+        """Stop tracking an order that can no longer change but by a late match (its status
+        stays as told); its id is remembered, so such a match still finds it."""
+        self.live.pop(entry.client_order_id, None)
+        self._undoubt(entry)
+        if entry.order_id is not None:
+            self.by_order_id.pop(entry.order_id, None)
+            self._remember(entry.order_id, (entry.client_order_id, entry.strategy, ()))
+
     def _remember(self, order_id: int, link: Link) -> None:
         done = self._done
         done[order_id] = link

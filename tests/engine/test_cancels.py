@@ -18,7 +18,8 @@ from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderStatus
 from framework.engine.risk import RiskSettings
 from framework.venue.errors import ExtensionUnavailable, SendFailed, ServerFault, VenueError
-from framework.venue.models import OrderResult
+from framework.venue.models import MatchType, OrderResult
+from tests.engine.test_execution import match
 from tests.engine.test_risk import engine_with, order
 
 
@@ -282,3 +283,27 @@ def test_a_queued_order_is_withdrawn_even_where_the_venue_has_no_cancels() -> No
     assert engine.cancel("s", coid)  # nothing to ask the venue: it never left
     assert updates(events) == [(coid, OrderStatus.CANCELED)]
     assert engine.next_batch() is None
+
+
+def test_an_ioc_order_that_never_fills_is_queried_after_the_window_and_ended() -> None:
+    engine, events, clock = engine_with()
+    (coid,) = accepted(engine, 1, match_type=MatchType.IOC)
+    assert engine.next_wakeup_ms() == 60_000  # the unknown window, from its acceptance
+    clock.ms += 60_000
+    engine.tick()
+    assert engine.cancels.take_queries() == [100]
+    engine.apply_order_record(Record(coid, 100, Decimal(0), "canceled"))
+    assert updates(events)[-1] == (coid, OrderStatus.CANCELED)
+    assert engine.status(coid) is None  # no longer tracked
+
+
+def test_without_queries_an_unfilled_ioc_is_retired_and_a_late_match_still_finds_it() -> None:
+    engine, events, clock = engine_with()
+    engine.cancels.turn_off("HTTP 404")
+    (coid,) = accepted(engine, 1, match_type=MatchType.IOC)
+    clock.ms += 60_000
+    engine.tick()
+    assert engine.status(coid) is None and engine.cancels.take_queries() == []
+    assert updates(events)[-1] == (coid, OrderStatus.ACCEPTED)  # nothing claimed
+    late = engine.attribute(match(1, 100))
+    assert late is not None and late.match.client_order_id == coid and late.strategy == "s"
