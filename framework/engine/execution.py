@@ -430,13 +430,6 @@ class ExecutionEngine:
         self.cancels.on_answers(batch, answers)
         self.flush()
 
-    def on_cancel_failure(
-        self, batch: CancelBatch, *, code: int | None, msg: str, unavailable: bool = False
-    ) -> None:
-        """A whole cancel call failed: refused with code, unavailable (404), or unknown."""
-        self.cancels.on_failure(batch, code=code, msg=msg, unavailable=unavailable)
-        self.flush()
-
     def on_cancel_error(self, batch: CancelBatch, exc: BaseException) -> None:
         """A cancel call raised: refused, unavailable, not sent, or outcome unknown."""
         self.cancels.on_error(batch, exc)
