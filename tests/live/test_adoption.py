@@ -34,7 +34,7 @@ from framework.twin.settings import PriceSettings, TwinSettings
 from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.signing import make_signer
 from strategies.ladder import Ladder
-from tests.live.test_cancels import Hand
+from tests.live.test_cancels import Hand, venue_config
 from tests.node_running import running
 from tests.waiting import eventually
 
@@ -89,25 +89,8 @@ async def outsider(twin: VenueTwin) -> AsyncIterator[RestClient]:
 
 
 def node_config(twin: VenueTwin, journal: Path) -> Config:
-    """A Hand strategy on ETH-USD at twin, with a file journal."""
-    text = f"""\
-node: {{name: pg}}
-venue:
-  base_url: {twin.base_url}
-  ws_url: {twin.ws_url}
-  api_key: ${{KEY}}
-  api_secret: ${{SECRET}}
-pairs:
-  ETH-USD: {{}}
-polling:
-  match_interval_s: 0.1
-journal:
-  path: {journal}
-strategies:
-  - name: hand
-    class: tests.live.test_cancels:Hand
-"""
-    return parse_config(text, env={"KEY": DEMO_API_KEY, "SECRET": DEMO_PRIVATE_KEY})
+    """A Hand strategy on ETH-USD at twin, with a file journal (node pg)."""
+    return venue_config(twin, journal, node="pg")
 
 
 def hand(node: Node) -> Hand:

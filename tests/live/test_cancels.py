@@ -110,9 +110,10 @@ def config(twin: str = "", extra: str = "") -> Config:
     return parse_config(CONFIG.replace("{twin}", twin).replace("{extra}", extra), env={})
 
 
-def venue_config(twin: VenueTwin, journal: Path) -> Config:
+def venue_config(twin: VenueTwin, journal: Path, *, node: str = "pf") -> Config:
     """One Hand on ETH-USD at a twin of the test's own, with a file journal."""
     text = f"""\
+node: {{name: {node}}}
 venue:
   base_url: {twin.base_url}
   ws_url: {twin.ws_url}
