@@ -76,6 +76,8 @@ class Kernel:
         self.strategies: list[Strategy] = []
         self.started: list[str] = []
         """Names of the strategies whose on_start returned (filled by start)."""
+        self.start_errors = 0
+        """How many on_start calls raised (the bus counts the other hooks' failures)."""
         self._unattached: list[Strategy] = []
         self._engine: ExecutionEngine | None = None
         self._stopped_listeners: list[StrategyStopped] = []
@@ -190,6 +192,7 @@ class Kernel:
                 self.started.append(strategy.name)
 
     def _start_failed(self, strategy: Strategy, exc: Exception) -> None:
+        self.start_errors += 1
         why = f"on_start raised {type(exc).__name__}: {' '.join(str(exc).split())}"
         debug = log.isEnabledFor(logging.DEBUG)
         log.error("strategy %s: %s", strategy.name, why, exc_info=exc if debug else None)

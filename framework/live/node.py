@@ -190,6 +190,7 @@ class Node:
             pushes=self.tallies.pushes,
             matches=self.tallies.matches,
             bus=self.bus,
+            start_errors=self.kernel.start_errors,
             portfolio=self.portfolio,
             trading=self.trading,
             positions=self.positions(),
