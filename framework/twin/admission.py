@@ -2,12 +2,15 @@
 
 Pure checks over the exchange's state, in the order :class:`~framework.twin.exchange.Exchange`
 applies them: a clientOrderId already used by the account or earlier in the batch (``2001
-Illegal parameter:clientOrderId``), the pair's rules (:func:`framework.venue.rules.check_order`:
-2301-2304, 2307, 2312, 2316, 2317), no balance in the settlement coin (2330), a positionType
-other than the open position's (2310), an order against the position larger than it (2318),
-and, for orders in the position's direction, the one-way limit counting resting orders
-(2305) and the pair's total open quantity (2306). Balance checks (2102, 2201) come later,
-once the fill is known.
+Illegal parameter:clientOrderId``; "used" while the twin remembers an order of that id, in
+``Account.order_ids``, the newest ``client_id_history_limit`` accepted orders, or in the
+order records, every open order and the newest ``order_history_limit`` completed ones; an
+id both have forgotten is accepted again), the pair's rules
+(:func:`framework.venue.rules.check_order`: 2301-2304, 2307, 2312, 2316, 2317), no balance in
+the settlement coin (2330), a positionType other than the open position's (2310), an order
+against the position larger than it (2318), and, for orders in the position's direction,
+the one-way limit counting resting orders (2305) and the pair's total open quantity (2306).
+Balance checks (2102, 2201) come later, once the fill is known.
 """
 
 from __future__ import annotations
@@ -32,7 +35,11 @@ def admission_refusal(
     """The refusal of an order by the checks above, or None; adds its id to seen."""
     rules = market.rules
     client_id = order.client_order_id
-    if client_id in seen or client_id in account.client_ids:
+    if (
+        client_id in seen
+        or client_id in account.order_ids
+        or account.orders.by_client_id(client_id) is not None
+    ):
         seen.add(client_id)
         return 2001, render_message(2001, "clientOrderId")
     seen.add(client_id)

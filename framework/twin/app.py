@@ -18,6 +18,7 @@ Decisions where SPEC.md is silent:
   without reading the body (nothing executes); otherwise the body is read and, when it is
   JSON, every order object with a string clientOrderId is recorded in ``received_orders``
   as (clientOrderId, the object re-serialized with sorted keys), whatever happens next.
+  Only the newest ``received_orders_limit`` (100000) are kept (a deque, oldest dropped).
 * batchCreate, after executing (orders placed, fills made, pushes published): the
   drop_response fault closes the connection without an answer; error_after_accept answers
   HTTP ``error_after_accept_status`` with ``{"error": true, "code": <status>, "msg":
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -121,8 +123,11 @@ class TwinApp:
         self.counters = counters
         self.clock = clock
         self.aborter = aborter
-        self.received_orders: list[tuple[str, bytes]] = []
-        """(clientOrderId, order re-serialized with sorted keys) of every batchCreate body read."""
+        self.received_orders: deque[tuple[str, bytes]] = deque(
+            maxlen=settings.received_orders_limit
+        )
+        """(clientOrderId, order re-serialized with sorted keys) of the batchCreate bodies read:
+        the newest received_orders_limit orders."""
         self._sid = 0
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
@@ -302,7 +307,9 @@ class TwinApp:
             if type(item) is dict:
                 client_id = item.get("clientOrderId")
                 if type(client_id) is str:
-                    canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+                    # A copy: orjson's bytes keep the whole buffer it wrote them in (about
+                    # 4 KB whatever their length), and these are kept for a long time.
+                    canonical = bytes(memoryview(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)))
                     self.received_orders.append((client_id, canonical))
 
     async def position_list(self, request: Request) -> Response:

@@ -34,9 +34,20 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
 * Realized PnL and fees go to the available balance, so at every moment
   ``available + frozen = initial - fees + realized PnL`` and ``frozen`` is the sum of open
   margins and the reserves of resting orders.
-* Ground truth for tests: ``accounts[user].order_ids`` maps the clientOrderId of every
-  accepted order to its orderId (``client_ids`` is the same ids as a set); ``accounts[user]
-  .matches`` holds every match, listed or held back.
+* Ground truth for tests: ``accounts[user].order_ids`` maps the clientOrderId of each
+  accepted order to its orderId (``client_ids`` is a view of its keys); ``accounts[user]
+  .matches`` holds the matches by pair, listed or held back.
+* Memory bound (the twin's choice; the venue's documentation is silent): per account, the
+  newest ``match_history_limit`` matches per pair (older ones are no longer listed, see
+  :mod:`framework.twin.match_list`), the newest ``client_id_history_limit`` entries of
+  ``order_ids``, every open order and the newest ``order_history_limit`` completed order
+  records (:mod:`framework.twin.order_index`); each 100000 by default. A clientOrderId is
+  refused as already used (``2001 Illegal parameter:clientOrderId``) while the twin still
+  remembers an order that carried it, in ``order_ids`` or in the order records (an open
+  order is always remembered); once both have forgotten it, the id is accepted again. The
+  bounds are applied after each operation, never inside an atomic batch, so a refused batch
+  still rolls back exactly (:mod:`framework.twin.savepoint`); each costs O(1) amortized
+  per order or match.
 * Codes the model never gives: 2123 and 2124 (no failure mode of the hot account is
   modelled) and 2331 (every pair always has a mark); 2329 only comes from fault injection.
 """
@@ -53,6 +64,7 @@ from framework.twin.admission import admission_refusal
 from framework.twin.book import RestingOrder
 from framework.twin.events import BalanceChanged, Event, Match, PositionChanged
 from framework.twin.liquidation import liquidation_price, positions_to_liquidate
+from framework.twin.match_history import MatchHistory
 from framework.twin.match_list import list_page
 from framework.twin.matching import plan_fill
 from framework.twin.order_index import OrderIndex
@@ -92,6 +104,10 @@ class Exchange:
         self.maintenance_rate = settings.maintenance_margin_rate
         self.post_only_reject = settings.post_only_crossing == "reject"
         self.order_history_limit = settings.order_history_limit
+        self.match_history_limit = settings.match_history_limit
+        self.client_id_history_limit = settings.client_id_history_limit
+        # True while an atomic batch holds a savepoint: nothing is trimmed meanwhile.
+        self._hold_trim = False
         self._coin_ids: dict[str, int] = dict(settings.coins)
         self.markets: dict[str, Market] = {}
         next_pair_id = max((p.contract_pair_id or 0 for p in settings.pairs.values()), default=0)
@@ -215,27 +231,30 @@ class Exchange:
         refusals: list[tuple[int, int, str]] = []
         seen: set[str] = set()
         savepoint = Savepoint.take(account, self.markets, self._ids, items) if atomic else None
-        for index, item in enumerate(items):
-            if isinstance(item, tuple):
-                result: int | Refusal = item
-            else:
-                result = self._place(account, item, now_ms, now, events, seen)
-            if isinstance(result, int):
-                assert not isinstance(item, tuple)
-                accepted.append((item.client_order_id, result, item.pair_name))
-                continue
-            if savepoint is not None:
-                taken = [a[0] for a in accepted]
-                savepoint.restore(account, self.markets, self._ids, taken)
-                for client_id, order_id, _pair in accepted:
-                    del account.order_ids[client_id]
-                    account.orders.forget(order_id)
-                last_match = savepoint.ids.match_id
-                for match_id in [i for i in account.listed_from_ms if i > last_match]:
-                    del account.listed_from_ms[match_id]
-                return BatchOutcome(accepted=[], refusals=[], error=result, events=[])
-            refusals.append((index, result[0], result[1]))
-        account.orders.trim()
+        self._hold_trim = savepoint is not None
+        try:
+            for index, item in enumerate(items):
+                if isinstance(item, tuple):
+                    result: int | Refusal = item
+                else:
+                    result = self._place(account, item, now_ms, now, events, seen)
+                if isinstance(result, int):
+                    assert not isinstance(item, tuple)
+                    accepted.append((item.client_order_id, result, item.pair_name))
+                    continue
+                if savepoint is not None:
+                    taken = [a[0] for a in accepted]
+                    savepoint.restore(account, self.markets, self._ids, taken)
+                    for _client_id, order_id, _pair in accepted:
+                        account.orders.forget(order_id)
+                    last_match = savepoint.ids.match_id
+                    for match_id in [i for i in account.listed_from_ms if i > last_match]:
+                        del account.listed_from_ms[match_id]
+                    return BatchOutcome(accepted=[], refusals=[], error=result, events=[])
+                refusals.append((index, result[0], result[1]))
+        finally:
+            self._hold_trim = False
+        self._trim(account)
         error = None
         if not accepted and refusals:
             error = (refusals[0][1], refusals[0][2])
@@ -284,7 +303,6 @@ class Exchange:
             return 2102, render_message(2102, market.coin)
         self._ids.order_id += 1
         order_id = self._ids.order_id
-        account.client_ids.add(client_id)
         account.order_ids[client_id] = order_id
         if cancel_all:
             account.orders.placed(order, order_id, now_ms, filled=_ZERO, resting=None)
@@ -430,7 +448,10 @@ class Exchange:
             delay = self.match_delay()
             if delay > 0:
                 account.listed_from_ms[self._ids.match_id] = now_ms + delay
-        account.matches.setdefault(pair, []).append(
+        history = account.matches.get(pair)
+        if history is None:
+            history = account.matches[pair] = MatchHistory(self.match_history_limit)
+        history.append(
             Match(
                 id=self._ids.match_id,
                 order_id=order_id,
@@ -455,6 +476,8 @@ class Exchange:
                 delivery_time=market.rules.delivery_time,
             )
         )
+        if not self._hold_trim:
+            _trim_matches(account, history)
         events.append(
             PositionChanged(
                 user_id=account.user_id,
@@ -473,6 +496,15 @@ class Exchange:
             )
         )
         self._balance_event(account, balance, balance.available - before, events)
+
+    def _trim(self, account: Account) -> None:
+        """Bound what the account keeps per order and match (never inside an atomic batch)."""
+        account.orders.trim()
+        order_ids = account.order_ids
+        while len(order_ids) > self.client_id_history_limit:
+            order_ids.popitem(last=False)
+        for history in account.matches.values():
+            _trim_matches(account, history)
 
     def _balance_event(
         self, account: Account, balance: Balance, operate: Decimal, events: list[Event]
@@ -596,6 +628,15 @@ class Exchange:
             events,
             liquidation=True,
         )
+
+
+def _trim_matches(account: Account, history: MatchHistory) -> None:
+    """Forget the matches beyond the history's limit, and their held-back listing times."""
+    forgotten = history.trim()
+    held = account.listed_from_ms
+    if held:
+        for match in forgotten:
+            held.pop(match.id, None)
 
 
 def _margin_and_fee(market: Market, notional: Decimal, lever: int, rate: Decimal) -> Decimal:

@@ -4,11 +4,15 @@
 holds back (``Account.listed_from_ms``) is not listed before its time: pages count listed
 matches only, so a lower id may appear after a higher one was already read. Pure: the time
 is passed in.
+
+Only the matches the account still keeps are listed: the newest ``match_history_limit``
+(default 100000) per pair (:mod:`framework.twin.match_history`, the twin's choice where the
+venue's documentation is silent). Older ones drop off the bottom: the pages of the newest
+matches and the ids they carry are unchanged, a page below the oldest kept match is short
+or empty, as at the start of an account's history.
 """
 
 from __future__ import annotations
-
-from bisect import bisect_left
 
 from framework.twin.events import Match
 from framework.twin.state import Account
@@ -29,7 +33,7 @@ def list_page(
     found = account.matches.get(pair)
     if not found:
         return []
-    end = len(found) if before is None else bisect_left(found, before, key=_match_id)
+    end = len(found) if before is None else found.count_below(before)
     held = account.listed_from_ms
     if held and now_ms is not None:
         for match_id in [i for i, at in held.items() if at <= now_ms]:
@@ -52,7 +56,3 @@ def list_page(
         if len(page) == page_size:
             break
     return page
-
-
-def _match_id(match: Match) -> int:
-    return match.id

@@ -15,11 +15,15 @@ Memory bound: open orders are always kept; of the completed ones (FILLED or CANC
 the newest ``limit`` by completion (``order_history_limit``, default 100000 per account) are
 kept, older ones are forgotten (to the extension they no longer exist). Forgetting happens
 in :meth:`OrderIndex.trim`, which the exchange calls once an operation can no longer be
-rolled back (an atomic batch refused restores the index exactly with :meth:`forget`).
+rolled back (an atomic batch refused restores the index exactly with :meth:`forget`). The
+completed ids are an OrderedDict, so forgetting the oldest is O(1): with a plain dict,
+``next(iter(...))`` after many deletions at its front scans their holes (O(limit) per
+order at the default limit, about 80 us measured).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from decimal import Decimal
 from typing import Final, Literal
 
@@ -75,7 +79,7 @@ class OrderIndex:
         # order is ascending entrustId.
         self._open: dict[str, dict[int, OrderRecord]] = {}
         # Completed orderIds, oldest completion first.
-        self._completed: dict[int, None] = {}
+        self._completed: OrderedDict[int, None] = OrderedDict()
 
     def __len__(self) -> int:
         """How many orders are known (open and remembered completed ones)."""
@@ -170,5 +174,5 @@ class OrderIndex:
         """Forget the oldest completed orders beyond the limit."""
         completed = self._completed
         while len(completed) > self.limit:
-            order_id = next(iter(completed))
+            order_id, _ = completed.popitem(last=False)
             self.forget(order_id)

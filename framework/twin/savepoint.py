@@ -4,6 +4,12 @@ A batch touches one account (balances, positions, matches, client order ids, res
 quantities), the pairs its orders name (total quantity, holders, book) and the id sequences.
 The savepoint copies exactly that; :meth:`Savepoint.restore` puts it back and cancels the
 orders the batch rested, so a refused atomic batch leaves no trace, not even used ids.
+
+Matches are not copied: the savepoint keeps each pair's :attr:`MatchHistory.end
+<framework.twin.match_history.MatchHistory.end>` and restore truncates back to it; the
+batch's clientOrderIds are taken out of ``order_ids``. This is exact because the bounded
+structures (matches, ``order_ids``, order records) are trimmed only after the batch, once
+the savepoint is released: nothing from before the savepoint is forgotten while it is held.
 """
 
 from __future__ import annotations
@@ -57,7 +63,10 @@ class Savepoint:
                 p: attrs.evolve(pos) if (pos := account.positions.get(p)) is not None else None
                 for p in pairs
             },
-            matches={p: len(account.matches.get(p, ())) for p in pairs},
+            matches={
+                p: history.end if (history := account.matches.get(p)) is not None else 0
+                for p in pairs
+            },
             resting=dict(account.resting),
             totals={p: markets[p].total_quantity for p in pairs},
             ids=attrs.evolve(ids),
@@ -70,7 +79,7 @@ class Savepoint:
         ids: Sequences,
         added_client_ids: list[str],
     ) -> None:
-        """Undo everything done since the savepoint; added_client_ids are forgotten."""
+        """Undo everything done since the savepoint; added_client_ids leave order_ids."""
         for coin, (available, frozen) in self.balances.items():
             balance = account.balances[coin]
             balance.available, balance.frozen = available, frozen
@@ -82,12 +91,15 @@ class Savepoint:
             else:
                 account.positions[pair] = position
                 market.holders[account.user_id] = None
-            del account.matches.setdefault(pair, [])[self.matches[pair] :]
+            history = account.matches.get(pair)
+            if history is not None:
+                history.truncate(self.matches[pair])
             market.total_quantity = self.totals[pair]
             for order in market.book.orders():
                 if order.seq > self.ids.seq:
                     market.book.cancel(order)
         account.resting = dict(self.resting)
-        account.client_ids.difference_update(added_client_ids)
+        for client_id in added_client_ids:
+            account.order_ids.pop(client_id, None)
         for field in attrs.fields(Sequences):
             setattr(ids, field.name, getattr(self.ids, field.name))

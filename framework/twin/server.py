@@ -17,6 +17,10 @@ logging, so it is safe to embed in the daemon or a test. With ``prices.tick_inte
 zero a background task steps the price model; with ``faults.ws_disconnect_every`` above zero
 another closes every WebSocket periodically. Time comes from ``clock`` (seconds since the
 epoch); randomness from ``random.Random`` seeded with ``settings.seed``.
+
+What the twin keeps per order, match or request is bounded by settings (``received_orders``
+and ``executed_orders`` too: the newest 100000 by default; see
+:mod:`framework.twin.settings`), so its memory stays flat over a long run, embedded or not.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import contextlib
 import random
 import socket
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from decimal import Decimal
 from types import TracebackType
@@ -204,12 +209,18 @@ class VenueTwin:
         return credentials.user_id
 
     @property
-    def received_orders(self) -> list[tuple[str, bytes]]:
-        """(clientOrderId, order with sorted keys) of every order of every batchCreate read."""
+    def received_orders(self) -> deque[tuple[str, bytes]]:
+        """(clientOrderId, order with sorted keys) of each order of each batchCreate read.
+
+        Live, oldest first; only the newest ``received_orders_limit`` (100000) are kept.
+        """
         return self.app.received_orders
 
     def executed_orders(self, api_key: str) -> dict[str, int]:
-        """clientOrderId -> orderId of every order the account had accepted (a copy)."""
+        """clientOrderId -> orderId of the orders the account had accepted (a copy).
+
+        The newest ``client_id_history_limit`` (100000) accepted orders, oldest first.
+        """
         return dict(self.exchange.accounts[self.user_id(api_key)].order_ids)
 
     def order_records(self, api_key: str) -> OrderIndex:

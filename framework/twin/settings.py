@@ -7,6 +7,13 @@ loudly; errors are :class:`~framework.venue.errors.ConfigError` naming the file,
 and line of every bad value (``pairs.ETH-USD.rules.max_lever: expected int, got 'lots'
 (line 4)``). Decimals may be written as YAML numbers or strings; strings are exact and
 preferred. Date-times need a zone (``2030-01-01T08:00:00Z``), as in the daemon's config.
+
+Memory bounds (each at least 1, 100000 by default): ``order_history_limit`` (completed
+order records per account), ``match_history_limit`` (matches per account and pair, older
+ones no longer listed), ``client_id_history_limit`` (accepted clientOrderIds per account kept
+for the duplicate check and ``VenueTwin.executed_orders``) and ``received_orders_limit``
+(orders kept in ``VenueTwin.received_orders``). Whatever the twin keeps per order, match or
+request is bounded by one of them, so its memory stays flat over a long run.
 """
 
 from __future__ import annotations
@@ -197,7 +204,20 @@ class TwinSettings:
     # paths answer HTTP 404 like any unknown path.
     order_management: bool = True
     max_cancel_ids: int = attrs.field(default=20, validator=_at_least_one)
+    # Memory bounds: what the twin keeps per order, match or request, so a long run (or the
+    # twin embedded in the daemon) stays flat; each at least 1, the oldest forgotten first.
+    # Completed order records per account (open orders are always kept): older ones answer
+    # 2340 in the order-management extension (framework/twin/order_index.py).
     order_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
+    # Matches per account and pair: older ones are no longer listed by
+    # selectContractMatchPairList (framework/twin/match_history.py).
+    match_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
+    # Accepted clientOrderIds per account remembered for the duplicate check (2001) and as
+    # ground truth (VenueTwin.executed_orders); an id no longer remembered here nor by an
+    # order record is accepted again (framework/twin/admission.py).
+    client_id_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
+    # Orders of batchCreate bodies kept in VenueTwin.received_orders (whole twin).
+    received_orders_limit: int = attrs.field(default=100_000, validator=_at_least_one)
 
     def __attrs_post_init__(self) -> None:
         """Check what no single field can: pair names, unique keys and ids."""

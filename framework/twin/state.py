@@ -2,16 +2,27 @@
 
 Plain attrs records owned and changed only by :class:`~framework.twin.exchange.Exchange`;
 everything else (the REST answers, the tests) reads them. Amounts are Decimal.
+
+Memory bound: what an account keeps per order or per match is bounded by settings, so a
+long run (or the twin embedded in the daemon) does not grow without end. ``matches`` keeps
+the newest ``match_history_limit`` matches per pair (:mod:`framework.twin.match_history`);
+``order_ids`` the newest ``client_id_history_limit`` accepted orders; ``orders`` every open
+order and the newest ``order_history_limit`` completed ones
+(:mod:`framework.twin.order_index`); ``listed_from_ms`` only matches still kept. Each
+defaults to 100000. The exchange trims them after each operation, never inside an atomic
+batch (see :mod:`framework.twin.savepoint`).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import KeysView
 from decimal import Decimal
 
 import attrs
 
 from framework.twin.book import Book
-from framework.twin.events import Match
+from framework.twin.match_history import MatchHistory
 from framework.twin.order_index import OrderIndex
 from framework.twin.settings import PairSettings
 from framework.venue.rules import PairRules
@@ -61,18 +72,23 @@ class Account:
     address: str | None
     balances: dict[str, Balance]
     positions: dict[str, Position] = attrs.Factory(dict)
-    # Every match by pair in id order, listed already or not yet.
-    matches: dict[str, list[Match]] = attrs.Factory(dict)
-    # clientOrderIds of accepted orders: a set for the duplicate check, and a map to the
-    # orderId each was given (ground truth for tests, e.g. after an unanswered batch).
-    client_ids: set[str] = attrs.Factory(set)
-    order_ids: dict[str, int] = attrs.Factory(dict)
+    # The newest matches by pair in id order, listed already or not yet (bounded).
+    matches: dict[str, MatchHistory] = attrs.Factory(dict)
+    # clientOrderId -> orderId of the newest accepted orders, oldest first (bounded): the
+    # duplicate check's memory, and ground truth for tests (e.g. after an unanswered batch).
+    order_ids: OrderedDict[str, int] = attrs.Factory(OrderedDict)
     # Match id -> twin time (ms) from which the match list shows a match held back by the
-    # match_delay fault; entries go once the time has passed.
+    # match_delay fault; entries go once the time has passed or the match is forgotten.
     listed_from_ms: dict[int, int] = attrs.Factory(dict)
     resting: dict[tuple[str, bool], Decimal] = attrs.Factory(dict)
-    # Every order placed, as the order-management extension reports it (bounded).
+    # Every open order and the newest completed ones, as the order-management extension
+    # reports them (bounded).
     orders: OrderIndex = attrs.Factory(OrderIndex)
+
+    @property
+    def client_ids(self) -> KeysView[str]:
+        """The clientOrderIds of order_ids (the newest accepted orders), a live view."""
+        return self.order_ids.keys()
 
 
 @attrs.define(slots=True, eq=False, kw_only=True)

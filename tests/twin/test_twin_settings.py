@@ -100,3 +100,13 @@ def test_order_management_settings_are_validated() -> None:
         settings_from_mapping({"order_history_limit": 0})
     with pytest.raises(ConfigError, match="max_cancel_ids"):
         settings_from_mapping({"max_cancel_ids": -1})
+
+
+@pytest.mark.parametrize(
+    "name", ["match_history_limit", "client_id_history_limit", "received_orders_limit"]
+)
+def test_memory_bounds_default_to_100000_and_are_validated(name: str) -> None:
+    assert getattr(TwinSettings(), name) == 100_000
+    assert getattr(settings_from_mapping({name: 7}), name) == 7
+    with pytest.raises(ConfigError, match=f"{name} must be at least 1"):
+        settings_from_mapping({name: 0})
