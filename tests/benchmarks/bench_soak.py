@@ -1,6 +1,6 @@
 """Memory soak: the daemon's RSS over a long run of positions opening and closing.
 
-    python tests/benchmarks/bench_soak.py [--minutes 11] [--trace [--diff-at N]] [--log-level L]
+    python tests/benchmarks/bench_soak.py [--minutes 11] [--trace [--diff M N]] [--log-level L]
 
 The venue twin runs in a process of its own (``python -m framework.twin.cli --port 0``), so
 only the daemon's memory is measured. The daemon (``framework.live.node.Node``, file journal
@@ -18,9 +18,9 @@ in its heaps (``mallinfo2``); what SQLite has allocated (``sqlite3_memory_used``
 statements; part of malloc's figure); the journal's file and WAL sizes; the push rate of that
 minute. With ``--trace``, tracemalloc runs (RSS is then much larger and the push rate lower):
 the line adds the traced total (the Python objects alive) and its peak during the minute, and
-the end prints the growth between minute 1 and minute ``--diff-at`` (default: the end), grouped
-by traceback. Growth of RSS with a flat traced total is below Python: an allocator or a C
-library.
+the end prints the growth between minute M and minute N of ``--diff M N`` (default: minute 1
+and the end; 0 is the start), grouped by traceback. Growth of RSS with a flat traced total is
+below Python: an allocator or a C library.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ async def soak(
     minutes: float,
     journal: str,
     trace: bool = False,
-    diff_at: int | None = None,
+    diff: tuple[int, int] | None = None,
     log_level: str = "WARNING",
 ) -> None:
     """Run the daemon for minutes; print RSS figures."""
@@ -239,7 +239,11 @@ async def soak(
         status = status_mb()
         marks.append((time.monotonic(), status["VmRSS"], node.tallies.pushes))
         minute = len(marks) - 1
-        if trace and (minute == 1 or (len(snapshots) == 1 and (final or minute == diff_at))):
+        first, last = diff or (1, 0)
+        if trace and (
+            (not snapshots and minute == first)
+            or (len(snapshots) == 1 and (final or minute == last))
+        ):
             snapshots.append(tracemalloc.take_snapshot())
         used, free = malloc_mb()
         arenas, blocks = (float("nan"), float("nan")) if trace else pymalloc_mb()
@@ -277,8 +281,9 @@ async def soak(
         node.request_stop("soak over")
     summary = node.summary()
     if len(snapshots) == 2:
-        last = "the end" if diff_at is None or diff_at >= len(marks) - 1 else f"minute {diff_at}"
-        print(f"\ngrowth by traceback (tracemalloc, minute 1 -> {last}), top 15:")
+        first, last = diff or (1, 0)
+        until = f"minute {last}" if 0 < last < len(marks) - 1 else "the end"
+        print(f"\ngrowth by traceback (tracemalloc, minute {first} -> {until}), top 15:")
         for stat in snapshots[1].compare_to(snapshots[0], "traceback")[:15]:
             print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
             frames = stat.traceback.format(most_recent_first=True)
@@ -319,7 +324,11 @@ def main() -> None:
         "--log-level", default="WARNING", help="the daemon's log level (stderr; default WARNING)"
     )
     parser.add_argument(
-        "--diff-at", type=int, help="with --trace: compare minute 1 with this minute, not the end"
+        "--diff",
+        type=int,
+        nargs=2,
+        metavar=("M", "N"),
+        help="with --trace: compare minute M (0: the start) with minute N (default: 1, the end)",
     )
     args = parser.parse_args()
     if args.trace:
@@ -334,7 +343,7 @@ def main() -> None:
                 args.minutes,
                 f"{tmp}/journal.db",
                 args.trace,
-                args.diff_at,
+                None if args.diff is None else tuple(args.diff),
                 args.log_level,
             )
     finally:
