@@ -367,11 +367,14 @@ class PaperVenue:
     def _collect_matches(self) -> None:
         account = self.exchange.accounts[_USER]
         for pair, found in account.matches.items():
+            # end counts every match ever made on the pair; the twin keeps only the newest
+            # (match_history_limit), so the new ones are the last end - seen kept.
             seen = self._seen_matches.get(pair, 0)
-            if len(found) <= seen:
+            end = found.end
+            if end <= seen:
                 continue
-            self._seen_matches[pair] = len(found)
-            for match in found[seen:]:
+            self._seen_matches[pair] = end
+            for match in found[max(len(found) - (end - seen), 0) :]:
                 obj = wire.match_object(match)
                 obj["id"] += PAPER_ID_BASE
                 obj["entrustId"] += PAPER_ID_BASE
