@@ -233,13 +233,18 @@ class Canceller:
             return True
         return self._refuse(entry.strategy, coid, NOTHING_TO_CANCEL, f"{coid} is {status}")
 
-    def cancel_all(self, strategy: str | None, pair: str | None = None) -> int:
-        """Cancel every open order of strategy (every strategy: None), of pair or all pairs."""
+    def cancel_all(
+        self, strategy: str | None, pair: str | None = None, is_long: bool | None = None
+    ) -> int:
+        """Cancel every open order of strategy (every strategy: None), of pair (None: all) and
+        side (None: both); returns how many cancels were asked."""
         count = 0
         for entry in list(self._ledger.live.values()):
             if strategy is not None and entry.strategy != strategy:
                 continue
             if pair is not None and entry.order.pair_name != pair:
+                continue
+            if is_long is not None and entry.order.is_long is not is_long:
                 continue
             if not is_resting(entry.order) or entry.status not in (PENDING, ACCEPTED, UNKNOWN):
                 continue

@@ -88,10 +88,6 @@ REJECTED: Final = OrderStatus.REJECTED
 UNKNOWN: Final = OrderStatus.UNKNOWN
 
 
-def _nothing() -> None:
-    """The on_ready of an engine nobody drives."""
-
-
 class ExecutionEngine:
     """Turns strategies' intents into batches and every answer into OrderUpdate events."""
 
@@ -113,7 +109,7 @@ class ExecutionEngine:
         self._now_ms = now_ms
         self._ids = ids
         self._journal = journal
-        self._ready = on_ready if on_ready is not None else _nothing
+        self._ready = on_ready if on_ready is not None else lambda: None  # nobody drives it
         self._random = random if random is not None else _random.Random(0x5EED).random
         self._risk = RiskGate(settings.risk, rules, mark_price=mark_price)
         self._batcher: Batcher[LiveOrder, Batch] = Batcher(
@@ -410,9 +406,11 @@ class ExecutionEngine:
             self._ready()
         return asked
 
-    def cancel_all(self, strategy: str | None, pair: str | None = None) -> int:
-        """Cancel every open order of strategy (every strategy: None) on pair (None: all)."""
-        count = self.cancels.cancel_all(strategy, pair)
+    def cancel_all(
+        self, strategy: str | None, pair: str | None = None, is_long: bool | None = None
+    ) -> int:
+        """Cancel every open order of strategy (None: all) on pair and side (None: all)."""
+        count = self.cancels.cancel_all(strategy, pair, is_long)
         if self.cancels.pending:
             self._ready()
         return count

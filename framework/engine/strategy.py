@@ -85,8 +85,10 @@ class OrderDesk(Protocol):
         """Ask for the cancel of one order of strategy."""
         ...
 
-    def cancel_all(self, strategy: str | None, pair: str | None = None) -> int:
-        """Cancel every open order of strategy (of pair, or every pair)."""
+    def cancel_all(
+        self, strategy: str | None, pair: str | None = None, is_long: bool | None = None
+    ) -> int:
+        """Cancel every open order of strategy (of pair and side, or all of them)."""
         ...
 
     def open_orders(self, strategy: str | None = None, pair: str | None = None) -> list[OpenOrder]:
@@ -199,9 +201,9 @@ class Strategy:
         """
         return self._desk().cancel(self.name, client_order_id)
 
-    def cancel_all(self, pair: str | None = None) -> int:
-        """Cancel every open order of this strategy (on pair, or on every pair)."""
-        return self._desk().cancel_all(self.name, pair)
+    def cancel_all(self, pair: str | None = None, is_long: bool | None = None) -> int:
+        """Cancel this strategy's open orders (on pair and side; None: every pair, both sides)."""
+        return self._desk().cancel_all(self.name, pair, is_long)
 
     def open_orders(self, pair: str | None = None) -> list[OpenOrder]:
         """This strategy's open (resting) orders, oldest first, adopted ones included."""

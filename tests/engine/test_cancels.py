@@ -307,3 +307,16 @@ def test_without_queries_an_unfilled_ioc_is_retired_and_a_late_match_still_finds
     assert updates(events)[-1] == (coid, OrderStatus.ACCEPTED)  # nothing claimed
     late = engine.attribute(match(1, 100))
     assert late is not None and late.match.client_order_id == coid and late.strategy == "s"
+
+
+def test_cancel_all_takes_a_pair_and_a_side() -> None:
+    engine, _events, _ = engine_with()
+    bids = accepted(engine, 2)
+    asks = accepted(engine, 2, is_long=False)
+    assert engine.cancel_all("s", "ETH-USD", is_long=False) == 2
+    batch = engine.next_cancels()
+    assert batch is not None and batch.client_order_ids == asks
+    assert engine.cancel_all("s", "BTC-USD") == 0
+    assert engine.cancel_all("s", is_long=True) == 2
+    batch = engine.next_cancels()
+    assert batch is not None and batch.client_order_ids == bids
