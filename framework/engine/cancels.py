@@ -38,7 +38,6 @@ engine's own bookkeeping of its intents.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Final, Protocol
@@ -191,7 +190,6 @@ class Canceller:
         self._after_answer: dict[str, LiveOrder] = {}
         self._inflight: set[str] = set()
         self._queries: dict[int, LiveOrder] = {}  # order id -> entry: to ask the venue
-        self._unfilled: deque[tuple[int, LiveOrder]] = deque()  # (accepted ms, IOC/FOK/market)
         self._asking: dict[int, LiveOrder] = {}  # queries sent, not answered
         self._next_id = 1
         self.external = 0
@@ -289,7 +287,7 @@ class Canceller:
     def accepted(self, entry: LiveOrder, now_ms: int) -> None:
         """An order was ACCEPTED: one that cannot rest is watched until its fills add up."""
         if not is_resting(entry.order):
-            self._unfilled.append((now_ms, entry))
+            self._ledger.unfilled[entry.client_order_id] = now_ms
 
     def settle_unfilled(self, cutoff_ms: int) -> None:
         """ACCEPTED orders that cannot rest, accepted at or before cutoff_ms and not filled.
@@ -298,21 +296,27 @@ class Canceller:
         fill, are not kept); their fills may still come as matches. Each is queried where
         the venue offers queryOrder (its record ends it: CANCELED with what filled), else
         retired: no longer tracked, its status left as told, a late match still linked.
+        The watch list holds only orders still unfilled (the ledger drops filled ones).
         """
-        unfilled = self._unfilled
-        live = self._ledger.live
-        while unfilled and unfilled[0][0] <= cutoff_ms:
-            entry = unfilled.popleft()[1]
-            if live.get(entry.client_order_id) is not entry or entry.status is not ACCEPTED:
-                continue  # filled (or ended otherwise) meanwhile
+        ledger = self._ledger
+        unfilled = ledger.unfilled
+        while unfilled:
+            coid, accepted_ms = next(iter(unfilled.items()))
+            if accepted_ms > cutoff_ms:
+                return
+            del unfilled[coid]
+            entry = ledger.live.get(coid)
+            if entry is None or entry.status is not ACCEPTED:
+                continue
             if self.available and entry.order_id is not None:
                 self._queries[entry.order_id] = entry
             else:
-                self._ledger.retire(entry)
+                ledger.retire(entry)
 
     def next_unfilled_ms(self) -> int | None:
         """When the oldest watched order was accepted (None: none is watched)."""
-        return self._unfilled[0][0] if self._unfilled else None
+        unfilled = self._ledger.unfilled
+        return next(iter(unfilled.values())) if unfilled else None
 
     # -- sending ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ Pure data structures: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Final
@@ -188,6 +188,7 @@ class Ledger:
         "claimed",
         "groups",
         "live",
+        "unfilled",
         "unknown",
     )
 
@@ -197,6 +198,10 @@ class Ledger:
         self.unknown: dict[str, LiveOrder] = {}  # insertion order = order of doubt
         self.groups: dict[GroupKey, DoubtGroup] = {}
         self.claimed: dict[int, DoubtGroup] = {}  # orderId -> the live group that counted it
+        # ACCEPTED orders that cannot rest, not filled yet: clientOrderId -> accepted ms, in
+        # order of acceptance (an OrderedDict: popping the oldest is O(1)). An order leaves it
+        # when it leaves the ledger, so it holds only what is still unfilled.
+        self.unfilled: OrderedDict[str, int] = OrderedDict()
         # Generations of remembered ids, oldest first; the last one takes new ids.
         self._done: deque[dict[int, Link]] = deque([{}])
         chunk = max(1, min(DONE_CHUNK, done_memory))
@@ -242,6 +247,7 @@ class Ledger:
         """Stop tracking an intent (final); a filled or cancelled order's id is remembered."""
         coid = entry.client_order_id
         self.live.pop(coid, None)
+        self.unfilled.pop(coid, None)
         self._undoubt(entry)
         if entry.order_id is not None:
             self.by_order_id.pop(entry.order_id, None)
@@ -252,6 +258,7 @@ class Ledger:
         """Stop tracking an order that can no longer change but by a late match (its status
         stays as told); its id is remembered, so such a match still finds it."""
         self.live.pop(entry.client_order_id, None)
+        self.unfilled.pop(entry.client_order_id, None)
         self._undoubt(entry)
         if entry.order_id is not None:
             self.by_order_id.pop(entry.order_id, None)

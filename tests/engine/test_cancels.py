@@ -320,3 +320,12 @@ def test_cancel_all_takes_a_pair_and_a_side() -> None:
     assert engine.cancel_all("s", is_long=True) == 2
     batch = engine.next_cancels()
     assert batch is not None and batch.client_order_ids == bids
+
+
+def test_a_market_order_leaves_the_unfilled_watch_as_soon_as_it_fills() -> None:
+    engine, _events, _ = engine_with()
+    (coid,) = accepted(engine, 1, price=None, is_market=True)
+    assert engine.cancels.next_unfilled_ms() is not None
+    engine.attribute(match(1, 100))
+    assert engine.status(coid) is None  # FILLED
+    assert engine.cancels.next_unfilled_ms() is None  # nothing kept for the window

@@ -13,7 +13,7 @@ from framework.engine.clock import VirtualClock
 from framework.engine.events import Event, OrderUpdate
 from framework.engine.execution import ExecutionEngine, ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus
-from framework.live.journal import Journal
+from framework.live.journal import CACHE_SIZE, Journal
 from framework.venue.errors import BusyError
 from framework.venue.models import MatchRecord, MatchType, OrderResult, PositionType
 from framework.venue.rules import PairRules
@@ -345,3 +345,11 @@ def test_chosen_ids_of_an_earlier_life_are_refused_from_memory(tmp_path: Path) -
         engine._check_user_id("mine-1")
     engine._check_user_id("mine-2")
     assert not again.contains("pfk3x9a-0")  # generated ids are not looked up
+
+
+def test_the_journal_keeps_a_small_page_cache(tmp_path: Path) -> None:
+    journal = Journal.open(str(tmp_path / "j.sqlite"))
+    try:
+        assert journal._conn.execute("PRAGMA cache_size").fetchone()[0] == CACHE_SIZE == -256
+    finally:
+        journal.close()
