@@ -21,19 +21,21 @@ machine's load: compare figures of one run.
 
     python tests/benchmarks/bench_replay.py [--pushes 1000000] [--gzip] [--repeat 3] [--example]
 
-Each figure is the best of ``--repeat`` runs (3 by default), the backtests alternating in
-order from one round to the next.
+Each figure is the best of ``--repeat`` runs (3 by default), each run in a fresh interpreter
+(spawned), the backtests alternating in order from one round to the next.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import gzip
 import logging
+import multiprocessing
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import IO
 
@@ -48,6 +50,8 @@ from framework.backtest.synth import SynthSettings, generate
 from framework.config import parse_config
 
 TARGET_SHARE = 0.45
+PULSE = "strategies.pulse:Pulse"
+Result = tuple[int, float, dict[str, int]]
 
 CONFIG = """
 venue: {embedded: true}
@@ -162,38 +166,28 @@ def main() -> int:
     path = recording(args.pushes, args.gzip)
     size = path.stat().st_size
     print(f"file: {path} ({size / 1e6:.0f} MB)")
-    gc.collect()
-    cases = [
-        ("orjson read, line + frame (baseline)", lambda: baseline(path)),
-        (
-            "backtest, counting strategy",
-            lambda: backtest(path, "count", "tests.benchmarks.bench_replay:Counting", "{}"),
-        ),
-        (
-            "backtest, no-op strategy",
-            lambda: backtest(path, "noop", "tests.benchmarks.bench_replay:NoOp", "{}"),
-        ),
+    counting = ("count", "tests.benchmarks.bench_replay:Counting", "{}")
+    noop = ("noop", "tests.benchmarks.bench_replay:NoOp", "{}")
+    cases: list[tuple[str, Callable[..., Result], tuple[object, ...]]] = [
+        ("orjson read, line + frame (baseline)", baseline, (path,)),
+        ("backtest, counting strategy", backtest, (path, *counting)),
+        ("backtest, no-op strategy", backtest, (path, *noop)),
     ]
     if args.example:
+        pulse = '{pair: BTC-USD, quantity: "0.001", every_s: 1.0, hold: 3}'
         cases.append(
-            (
-                "backtest, example strategy (pulse)",
-                lambda: backtest(
-                    path,
-                    "pulse",
-                    "strategies.pulse:Pulse",
-                    '{pair: BTC-USD, quantity: "0.001", every_s: 1.0, hold: 3}',
-                ),
-            )
+            ("backtest, example strategy (pulse)", backtest, (path, "pulse", PULSE, pulse))
         )
-    runs: dict[str, tuple[int, float, dict[str, int]]] = {}
+    runs: dict[str, Result] = {}
+    # Each run in a fresh interpreter: a backtest run after another in the same process pays
+    # for the heap and the allocator state the first one left (measured: the second of two
+    # runs up to 20 % slower), which made the order of the runs decide the comparison.
+    spawn = multiprocessing.get_context("spawn")
     for round_no in range(args.repeat):
-        # Every other round runs the backtests in the reverse order, so neither strategy
-        # always comes first (the page cache, the heap left by the run before).
         order = cases if round_no % 2 == 0 else [cases[0], *reversed(cases[1:])]
-        for label, fn in order:
-            gc.collect()
-            result = fn()
+        for label, fn, fn_args in order:
+            with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+                result = pool.submit(fn, *fn_args).result()
             best = runs.get(label)
             if best is None or result[1] < best[1]:
                 runs[label] = result
