@@ -144,8 +144,10 @@ def live_main(argv: list[str]) -> int:
     secrets = config.secrets()
     configure_logging(level=config.logging.level, json=config.logging.json, secrets=secrets)
     # Imported here: check must work (and fail clearly) without the runtime's I/O stack.
+    from framework.live.allocator import pin_malloc_thresholds
     from framework.live.node import Node
 
+    pin_malloc_thresholds()  # a daemon's RSS stays flat (see framework.live.allocator)
     return run_node(Node(config), args.duration, prog="live", secrets=secrets)
 
 

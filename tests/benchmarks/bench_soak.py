@@ -209,6 +209,7 @@ async def soak(
     import yaml
 
     from framework.config import parse_config
+    from framework.live.allocator import pin_malloc_thresholds
     from framework.live.logs import configure_logging
     from framework.live.node import Node
     from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
@@ -229,6 +230,7 @@ async def soak(
     # stops receiving says why there.
     configure_logging(level=log_level, secrets=config.secrets())
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # "poll skipped" under load
+    pin_malloc_thresholds()  # as `perpframe live` does (framework.live.allocator)
     node = Node(config)
     marks: list[tuple[float, float, int]] = []
     snapshots: list[tracemalloc.Snapshot] = []
