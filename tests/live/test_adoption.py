@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from framework import OrderIntent, OrderStatus
-from framework.config import Config, parse_config
+from framework.config import Config
 from framework.live.journal import Journal
 from framework.live.node import Node
 from framework.live.rest import RestClient
@@ -165,26 +165,13 @@ async def test_a_restart_adopts_more_open_orders_than_one_page_and_settles_the_m
 
 def ladder_config(twin: VenueTwin, journal: Path, levels: int) -> Config:
     """The Ladder around 2000 (spacing 1, levels a side) at twin, with a file journal."""
-    text = f"""\
-node: {{name: lg}}
-venue:
-  base_url: {twin.base_url}
-  ws_url: {twin.ws_url}
-  api_key: ${{KEY}}
-  api_secret: ${{SECRET}}
-pairs:
-  ETH-USD: {{}}
-polling:
-  match_interval_s: 0.1
-journal:
-  path: {journal}
-strategies:
+    ladder = f"""\
   - name: ladder
     class: strategies.ladder:Ladder
     params: {{pair: ETH-USD, quantity: "0.01", spacing: "1", levels: {levels},
               reference_price: "2000"}}
 """
-    return parse_config(text, env={"KEY": DEMO_API_KEY, "SECRET": DEMO_PRIVATE_KEY})
+    return venue_config(twin, journal, node="lg", strategies=ladder)
 
 
 async def test_a_restarted_ladder_forgets_what_was_cancelled_or_filled_while_it_was_down(

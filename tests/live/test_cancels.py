@@ -110,8 +110,16 @@ def config(twin: str = "", extra: str = "") -> Config:
     return parse_config(CONFIG.replace("{twin}", twin).replace("{extra}", extra), env={})
 
 
-def venue_config(twin: VenueTwin, journal: Path, *, node: str = "pf") -> Config:
-    """One Hand on ETH-USD at a twin of the test's own, with a file journal."""
+HAND = """\
+  - name: hand
+    class: tests.live.test_cancels:Hand
+"""
+
+
+def venue_config(
+    twin: VenueTwin, journal: Path, *, node: str = "pf", strategies: str = HAND
+) -> Config:
+    """Strategies (one Hand) on ETH-USD at a twin of the test's own, with a file journal."""
     text = f"""\
 node: {{name: {node}}}
 venue:
@@ -126,9 +134,7 @@ polling:
 journal:
   path: {journal}
 strategies:
-  - name: hand
-    class: tests.live.test_cancels:Hand
-"""
+{strategies}"""
     return parse_config(text, env={"KEY": DEMO_API_KEY, "SECRET": DEMO_PRIVATE_KEY})
 
 
