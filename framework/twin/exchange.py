@@ -12,8 +12,9 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
   may not take it through zero (2318). An order whose positionType differs from the open
   position's is refused with 2310.
 * Margin is ``quantity x price / lever`` (isolated and cross alike), frozen from the available
-  balance together with the fee. A resting GTC order that opens freezes its margin and maker
-  fee at its limit price until it fills. Amounts are rounded to the pair's settle decimals.
+  balance together with the fee (the fill step: :mod:`framework.twin.fills`). A resting GTC
+  order that opens freezes its margin and maker fee at its limit price until it fills.
+  Amounts are rounded to the pair's settle decimals.
 * Balance refusals: 2201 when the available balance is zero or below (nothing to freeze),
   2102 ``Insufficient balance:<coin>`` when it is positive but smaller than margin + fee.
 * Matching is against the mark: market orders and marketable limit orders fill at once as
@@ -23,31 +24,25 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
   whole at its limit price, as maker, when the mark crosses it; POST_ONLY that would cross is
   refused with ``2001 Illegal parameter:price`` (or accepted and cancelled, configurable).
   A resting fill never flips a position (the excess is cancelled), and a resting fill that
-  would open with too little balance is cancelled. :meth:`Exchange.cancel_resting` cancels a
-  resting order (its reserve is released); ``accounts[user].orders`` keeps every accepted
-  order's record and status (:mod:`framework.twin.order_index`).
-* Liquidation when the mark moves: an isolated position when its margin plus unrealized PnL
-  falls to its maintenance margin (``maintenance_margin_rate x quantity x mark``); cross
-  positions of one coin together when the available balance plus their margins and
-  unrealized PnL falls to their maintenance. Liquidation closes at the mark, with no fee, and
-  the loss is capped at the margin (isolated) or the margin plus available balance (cross).
+  would open with too little balance is cancelled (:mod:`framework.twin.resting`).
+  :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is released);
+  ``accounts[user].orders`` keeps every accepted order's record and status
+  (:mod:`framework.twin.order_index`).
+* Liquidation when the mark moves (:mod:`framework.twin.liquidation`): an isolated position
+  when its margin plus unrealized PnL falls to its maintenance margin
+  (``maintenance_margin_rate x quantity x mark``); cross positions of one coin together when
+  the available balance plus their margins and unrealized PnL falls to their maintenance.
+  Liquidation closes at the mark, with no fee, and the loss is capped at the margin
+  (isolated) or the margin plus available balance (cross).
 * Realized PnL and fees go to the available balance, so at every moment
   ``available + frozen = initial - fees + realized PnL`` and ``frozen`` is the sum of open
   margins and the reserves of resting orders.
 * Ground truth for tests: ``accounts[user].order_ids`` maps the clientOrderId of each
   accepted order to its orderId (``client_ids`` is a view of its keys); ``accounts[user]
   .matches`` holds the matches by pair, listed or held back.
-* Memory bound (the twin's choice; the venue's documentation is silent): per account, the
-  newest ``match_history_limit`` matches per pair (older ones are no longer listed, see
-  :mod:`framework.twin.match_list`), the newest ``client_id_history_limit`` entries of
-  ``order_ids``, every open order and the newest ``order_history_limit`` completed order
-  records (:mod:`framework.twin.order_index`); each 100000 by default. A clientOrderId is
-  refused as already used (``2001 Illegal parameter:clientOrderId``) while the twin still
-  remembers an order that carried it, in ``order_ids`` or in the order records (an open
-  order is always remembered); once both have forgotten it, the id is accepted again. The
-  bounds are applied after each operation, never inside an atomic batch, so a refused batch
-  still rolls back exactly (:mod:`framework.twin.savepoint`); each costs O(1) amortized
-  per order or match.
+* Memory bound (the twin's choice): per account, the newest matches per pair, order ids and
+  completed order records, each bounded by a setting and trimmed after each operation, never
+  inside an atomic batch (:mod:`framework.twin.retention`).
 * Codes the model never gives: 2123 and 2124 (no failure mode of the hot account is
   modelled) and 2331 (every pair always has a mark); 2329 only comes from fault injection.
 """
@@ -62,14 +57,16 @@ import attrs
 
 from framework.twin.admission import admission_refusal
 from framework.twin.book import RestingOrder
-from framework.twin.events import BalanceChanged, Event, Match, PositionChanged
+from framework.twin.events import Event, Match
+from framework.twin.fills import FillStep, can_close, margin_and_fee
 from framework.twin.liquidation import liquidation_price, positions_to_liquidate
-from framework.twin.match_history import MatchHistory
 from framework.twin.match_list import list_page
 from framework.twin.matching import plan_fill
 from framework.twin.order_index import OrderIndex
+from framework.twin.resting import fill_crossed, release, rest_order
+from framework.twin.retention import trim_account
 from framework.twin.savepoint import Savepoint, Sequences
-from framework.twin.settings import TwinSettings
+from framework.twin.settings import FeeSettings, TwinSettings
 from framework.twin.state import Account, Balance, Market, Position, Refusal, pnl_at
 from framework.venue.errors import render_message
 from framework.venue.models import MatchType, OrderInput
@@ -78,7 +75,6 @@ from framework.venue.rules import settle_coin_of
 __all__ = ["BatchOutcome", "Exchange"]
 
 _ZERO = Decimal(0)
-_ISOLATED = 3
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -98,16 +94,11 @@ class Exchange:
         self, settings: TwinSettings, *, match_delay: Callable[[], int] | None = None
     ) -> None:
         """Build the markets of settings.pairs; accounts are added with open_account."""
-        self.match_delay = match_delay
-        self.fees = settings.fees
         self.slippage = settings.slippage
         self.maintenance_rate = settings.maintenance_margin_rate
         self.post_only_reject = settings.post_only_crossing == "reject"
         self.order_history_limit = settings.order_history_limit
-        self.match_history_limit = settings.match_history_limit
         self.client_id_history_limit = settings.client_id_history_limit
-        # True while an atomic batch holds a savepoint: nothing is trimmed meanwhile.
-        self._hold_trim = False
         self._coin_ids: dict[str, int] = dict(settings.coins)
         self.markets: dict[str, Market] = {}
         next_pair_id = max((p.contract_pair_id or 0 for p in settings.pairs.values()), default=0)
@@ -130,6 +121,27 @@ class Exchange:
             )
         self.accounts: dict[int, Account] = {}
         self._ids = Sequences()
+        self._fill_step = FillStep(
+            fees=settings.fees,
+            ids=self._ids,
+            match_delay=match_delay,
+            match_history_limit=settings.match_history_limit,
+        )
+
+    @property
+    def fees(self) -> FeeSettings:
+        """The maker and taker fee rates of every fill."""
+        return self._fill_step.fees
+
+    @property
+    def match_delay(self) -> Callable[[], int] | None:
+        """The match_delay fault's draw in ms (None: every match is listed at once)."""
+        return self._fill_step.match_delay
+
+    @property
+    def match_history_limit(self) -> int:
+        """How many matches per pair an account keeps."""
+        return self._fill_step.match_history_limit
 
     # -- accounts and reads ------------------------------------------------------------------
 
@@ -210,8 +222,7 @@ class Exchange:
 
     def can_close(self, account: Account, position: Position) -> Decimal:
         """The quantity of a position not yet claimed by resting orders against it."""
-        claimed = account.resting.get((position.pair, not position.is_long), _ZERO)
-        return max(position.quantity - claimed, _ZERO)
+        return can_close(account, position)
 
     # -- orders ------------------------------------------------------------------------------
 
@@ -231,7 +242,7 @@ class Exchange:
         refusals: list[tuple[int, int, str]] = []
         seen: set[str] = set()
         savepoint = Savepoint.take(account, self.markets, self._ids, items) if atomic else None
-        self._hold_trim = savepoint is not None
+        self._fill_step.hold_trim = savepoint is not None
         try:
             for index, item in enumerate(items):
                 if isinstance(item, tuple):
@@ -253,8 +264,8 @@ class Exchange:
                     return BatchOutcome(accepted=[], refusals=[], error=result, events=[])
                 refusals.append((index, result[0], result[1]))
         finally:
-            self._hold_trim = False
-        self._trim(account)
+            self._fill_step.hold_trim = False
+        trim_account(account, self.client_id_history_limit)
         error = None
         if not accepted and refusals:
             error = (refusals[0][1], refusals[0][2])
@@ -292,10 +303,10 @@ class Exchange:
         need = _ZERO
         reserve = _ZERO
         if not opposite:
-            need = _margin_and_fee(market, fill * price, lever, self.fees.taker)
+            need = margin_and_fee(market, fill * price, lever, self.fees.taker)
         if rest and not opposite:
             assert order.price is not None
-            reserve = _margin_and_fee(market, rest * order.price, lever, self.fees.maker)
+            reserve = margin_and_fee(market, rest * order.price, lever, self.fees.maker)
             need += reserve
         if need > balance.available:
             if balance.available <= 0:
@@ -308,7 +319,7 @@ class Exchange:
             account.orders.placed(order, order_id, now_ms, filled=_ZERO, resting=None)
             return order_id
         if fill:
-            self._fill(
+            self._fill_step.apply(
                 account,
                 market,
                 order_id,
@@ -324,203 +335,11 @@ class Exchange:
             )
         resting = None
         if rest:
-            assert order.price is not None
-            self._ids.seq += 1
-            resting = RestingOrder(
-                order_id=order_id,
-                user_id=account.user_id,
-                pair=pair,
-                client_order_id=client_id,
-                is_long=is_long,
-                price=order.price,
-                remaining=rest,
-                lever=lever,
-                position_type=int(order.position_type),
-                reserve=reserve,
-                seq=self._ids.seq,
+            resting = rest_order(
+                self._fill_step, account, market, order, order_id, rest, reserve, events
             )
-            market.book.add(resting)
-            key = (pair, is_long)
-            account.resting[key] = account.resting.get(key, _ZERO) + rest
-            if reserve:
-                balance.available -= reserve
-                balance.frozen += reserve
-                self._balance_event(account, balance, -reserve, events)
         account.orders.placed(order, order_id, now_ms, filled=fill, resting=resting)
         return order_id
-
-    # -- fills -------------------------------------------------------------------------------
-
-    def _fill(
-        self,
-        account: Account,
-        market: Market,
-        order_id: int,
-        is_long: bool,
-        qty: Decimal,
-        price: Decimal,
-        lever: int,
-        position_type: int,
-        taker: bool,
-        is_market: bool,
-        now_ms: int,
-        events: list[Event],
-        *,
-        released_reserve: Decimal = _ZERO,
-        liquidation: bool = False,
-    ) -> None:
-        """Apply one fill to the account's position and balance; report both changes."""
-        exp = market.money_exp
-        pair = market.name
-        balance = account.balances[market.coin]
-        notional = qty * price
-        fee = (
-            _ZERO
-            if liquidation
-            else (notional * (self.fees.taker if taker else self.fees.maker)).quantize(exp)
-        )
-        position = account.positions.get(pair)
-        pnl = _ZERO
-        before = balance.available
-        balance.available += released_reserve
-        balance.frozen -= released_reserve
-        if position is None or position.is_long == is_long:
-            margin = (notional / lever).quantize(exp)
-            balance.available -= margin + fee
-            balance.frozen += margin
-            market.total_quantity += qty
-            if position is None:
-                self._ids.position_id += 1
-                position = Position(
-                    id=self._ids.position_id,
-                    user_id=account.user_id,
-                    pair=pair,
-                    is_long=is_long,
-                    quantity=qty,
-                    opening_price=price,
-                    margin=margin,
-                    lever=lever,
-                    position_type=position_type,
-                    entrust_id=order_id,
-                    fees=fee,
-                    create_ms=now_ms,
-                )
-                account.positions[pair] = position
-                market.holders[account.user_id] = None
-                change = "NEW"
-            else:
-                total = position.quantity + qty
-                position.opening_price = (
-                    (position.quantity * position.opening_price + notional) / total
-                ).quantize(exp)
-                position.quantity = total
-                position.margin += margin
-                position.fees += fee
-                change = "INCREASE"
-            is_close = False
-        else:
-            closes = qty == position.quantity
-            released = (
-                position.margin
-                if closes
-                else (position.margin * qty / position.quantity).quantize(exp)
-            )
-            pnl = pnl_at(position, price, qty).quantize(exp)
-            if liquidation:
-                floor = released
-                if position.position_type != _ISOLATED:
-                    floor += max(balance.available, _ZERO)
-                pnl = max(pnl, -floor)
-            position.quantity -= qty
-            position.margin -= released
-            position.realized_pnl += pnl
-            position.fees += fee
-            balance.frozen -= released
-            balance.available += released + pnl - fee
-            market.total_quantity -= qty
-            if closes:
-                del account.positions[pair]
-                del market.holders[account.user_id]
-            change = "LIQUIDATE" if liquidation else ("CLOSE" if closes else "REDUCE")
-            is_close = True
-        self._ids.match_id += 1
-        if self.match_delay is not None:
-            delay = self.match_delay()
-            if delay > 0:
-                account.listed_from_ms[self._ids.match_id] = now_ms + delay
-        history = account.matches.get(pair)
-        if history is None:
-            history = account.matches[pair] = MatchHistory(self.match_history_limit)
-        history.append(
-            Match(
-                id=self._ids.match_id,
-                order_id=order_id,
-                position_id=position.id,
-                contract_pair_id=market.contract_pair_id,
-                time_ms=now_ms,
-                pair=pair,
-                coin=market.coin,
-                settle_decimals=market.settings.settle_decimals,
-                lever=lever,
-                is_market=is_market,
-                is_close=is_close,
-                is_long=is_long,
-                is_taker=taker,
-                price=price,
-                quantity=qty,
-                amount=notional,
-                fee=fee,
-                profit_loss=pnl,
-                opening_price=position.opening_price,
-                address=account.address,
-                delivery_time=market.rules.delivery_time,
-            )
-        )
-        if not self._hold_trim:
-            _trim_matches(account, history)
-        events.append(
-            PositionChanged(
-                user_id=account.user_id,
-                pair=pair,
-                change_type=change,
-                position_id=position.id,
-                is_long=position.is_long,
-                current_quantity=position.quantity,
-                operate_quantity=qty,
-                can_closed_quantity=self.can_close(account, position),
-                contract_pair_id=market.contract_pair_id,
-                position_type=position.position_type,
-                opening_price=position.opening_price,
-                margin_amount=position.margin,
-                margin_call_amount=_ZERO,
-            )
-        )
-        self._balance_event(account, balance, balance.available - before, events)
-
-    def _trim(self, account: Account) -> None:
-        """Bound what the account keeps per order and match (never inside an atomic batch)."""
-        account.orders.trim()
-        order_ids = account.order_ids
-        while len(order_ids) > self.client_id_history_limit:
-            order_ids.popitem(last=False)
-        for history in account.matches.values():
-            _trim_matches(account, history)
-
-    def _balance_event(
-        self, account: Account, balance: Balance, operate: Decimal, events: list[Event]
-    ) -> None:
-        self._ids.log_id += 1
-        events.append(
-            BalanceChanged(
-                user_id=account.user_id,
-                coin=balance.coin,
-                coin_id=balance.coin_id,
-                available=balance.available,
-                frozen=balance.frozen,
-                log_id=self._ids.log_id,
-                operate_amount=operate,
-            )
-        )
 
     # -- marks -------------------------------------------------------------------------------
 
@@ -532,50 +351,14 @@ class Exchange:
         market.mark = price
         events: list[Event] = []
         for order in market.book.pop_crossed(price):
-            self._fill_resting(market, order, now_ms, events)
-        self._liquidate(market, now_ms, events)
+            account = self.accounts[order.user_id]
+            fill_crossed(self._fill_step, account, market, order, now_ms, events)
+        due = positions_to_liquidate(market, self.accounts, self.markets, self.maintenance_rate)
+        for account, position in due:
+            self._fill_step.close_at_mark(
+                account, self.markets[position.pair], position, now_ms, events
+            )
         return events
-
-    def _fill_resting(
-        self, market: Market, order: RestingOrder, now_ms: int, events: list[Event]
-    ) -> None:
-        account = self.accounts[order.user_id]
-        balance = account.balances[market.coin]
-        position = account.positions.get(market.name)
-        qty = order.remaining
-        opens = position is None or position.is_long == order.is_long
-        if not opens:
-            assert position is not None
-            if position.position_type != order.position_type:
-                qty = _ZERO
-            qty = min(qty, position.quantity)
-        else:
-            if position is not None and position.position_type != order.position_type:
-                qty = _ZERO
-            need = _margin_and_fee(market, qty * order.price, order.lever, self.fees.maker)
-            if need > balance.available + order.reserve:
-                qty = _ZERO
-        account.orders.ended(order, qty, now_ms)
-        if not qty:
-            self._release(account, market, order, events)
-            return
-        key = (market.name, order.is_long)
-        account.resting[key] = account.resting.get(key, _ZERO) - order.remaining
-        self._fill(
-            account,
-            market,
-            order.order_id,
-            order.is_long,
-            qty,
-            order.price,
-            order.lever,
-            order.position_type,
-            False,
-            False,
-            now_ms,
-            events,
-            released_reserve=order.reserve,
-        )
 
     def cancel_resting(self, order: RestingOrder, now_ms: int) -> list[Event]:
         """Cancel a resting order: out of the book, its rest and frozen reserve released."""
@@ -584,62 +367,5 @@ class Exchange:
         market.book.cancel(order)
         account.orders.ended(order, _ZERO, now_ms)
         events: list[Event] = []
-        self._release(account, market, order, events)
+        release(self._fill_step, account, market, order, events)
         return events
-
-    def _release(
-        self, account: Account, market: Market, order: RestingOrder, events: list[Event]
-    ) -> None:
-        """A resting order ends unfilled: its quantity no longer rests, its reserve is free."""
-        key = (market.name, order.is_long)
-        account.resting[key] = account.resting.get(key, _ZERO) - order.remaining
-        if order.reserve:
-            balance = account.balances[market.coin]
-            balance.available += order.reserve
-            balance.frozen -= order.reserve
-            self._balance_event(account, balance, order.reserve, events)
-
-    def _liquidate(self, market: Market, now_ms: int, events: list[Event]) -> None:
-        due = positions_to_liquidate(market, self.accounts, self.markets, self.maintenance_rate)
-        for account, position in due:
-            self._close_at_mark(account, self.markets[position.pair], position, now_ms, events)
-
-    def _close_at_mark(
-        self,
-        account: Account,
-        market: Market,
-        position: Position,
-        now_ms: int,
-        events: list[Event],
-    ) -> None:
-        self._ids.order_id += 1
-        self._fill(
-            account,
-            market,
-            self._ids.order_id,
-            not position.is_long,
-            position.quantity,
-            market.mark,
-            position.lever,
-            position.position_type,
-            True,
-            True,
-            now_ms,
-            events,
-            liquidation=True,
-        )
-
-
-def _trim_matches(account: Account, history: MatchHistory) -> None:
-    """Forget the matches beyond the history's limit, and their held-back listing times."""
-    forgotten = history.trim()
-    held = account.listed_from_ms
-    if held:
-        for match in forgotten:
-            held.pop(match.id, None)
-
-
-def _margin_and_fee(market: Market, notional: Decimal, lever: int, rate: Decimal) -> Decimal:
-    """What opening notional freezes and charges: its margin plus its fee, each rounded."""
-    exp = market.money_exp
-    return (notional / lever).quantize(exp) + (notional * rate).quantize(exp)
