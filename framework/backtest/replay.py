@@ -275,7 +275,12 @@ class Replayer:
 
     def _finish(self, pair: str) -> None:
         """Publish what a poll round found (as MatchPoller does) and move the cursor."""
-        self._cursors[pair].publish(self._rounds.pop(pair), self._deliver_match)
+        rnd = self._rounds.pop(pair)
+        if self.own_matches:
+            self._cursors[pair].publish(rnd, self._deliver_match)
+        else:  # nothing of the recorded node's to hold back: every new match goes on
+            published, _ = self._cursors[pair].publish(rnd, self._on_match)
+            self.stats.matches_delivered += published
 
     def _deliver_match(self, match: MatchRecord) -> None:
         """A new match of a round: to the strategies, unless it is the recorded node's own."""

@@ -94,16 +94,22 @@ class MatchRound(Generic[M]):
             raise RuntimeError("MatchRound.feed after the round is done")
         self.pages += 1
         bound = self.request_id
-        if bound is None and self.high is not None and self.high > 0 and not self.initialise:
-            newest = max((m.id for m in page), default=None)
-            if newest is None or newest < self.high:
-                self._start_over()
+        # One look over the page first: its newest id (is this the venue we knew?) and the
+        # newest time below the bound (where the window by age ends).
         newest_ms = self._newest_ms
+        page_newest: int | None = None
         for match in page:
+            mid = match.id
+            if page_newest is None or mid > page_newest:
+                page_newest = mid
             ms = match.create_time_stamp
-            if ms is not None and (bound is None or match.id < bound):
-                newest_ms = ms if newest_ms is None or ms > newest_ms else newest_ms
+            if ms is not None and (bound is None or mid < bound):
+                if newest_ms is None or ms > newest_ms:
+                    newest_ms = ms
         self._newest_ms = newest_ms
+        if bound is None and self.high is not None and self.high > 0 and not self.initialise:
+            if page_newest is None or page_newest < self.high:
+                self._start_over()
         high, floor, seen, found = self.high, self.floor, self.seen, self._found
         by_age = self.reread_age_ms > 0
         age_floor = newest_ms - self.reread_age_ms if by_age and newest_ms is not None else None
@@ -234,14 +240,17 @@ class MatchCursor:
 
         ``deliver`` must not raise (a live caller isolates its callback's failures).
         """
-        published = 0
-        for match in rnd.new_matches():
+        matches = rnd.new_matches()
+        seen = self.seen
+        for match in matches:
             deliver(match)
-            self.deliver(match.id)
+            match_id = match.id  # as deliver(match_id), inline: this is once per match
+            if self.last_id is None or match_id > self.last_id:
+                self.last_id = match_id
+            seen.add(match_id)
             if mark_seen is not None:
-                mark_seen(match.id)
-            published += 1
-        return published, self.close(rnd)
+                mark_seen(match_id)
+        return len(matches), self.close(rnd)
 
     def close(self, rnd: MatchRound[Any]) -> bool:
         """Apply a finished round (after delivering its matches); True when anything moved."""
