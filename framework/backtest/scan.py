@@ -89,9 +89,13 @@ class PriceFinder:
     ``fallback`` only when the recording shows no match at all.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_matches: bool = False) -> None:
+        self.seen: set[int] = set()
+        """The ids of the matches taken (with a price and a pair)."""
         self.matches: dict[int, MatchRecord] = {}
-        """Match id -> the match as first seen (with a price and a pair)."""
+        """With keep_matches (the scan's): match id -> the match as first seen. A replay keeps
+        ids only: holding every match record of a long recording costs memory and time."""
+        self._keep = keep_matches
         self.new_positions: list[tuple[int, str, Decimal | None]] = []
         """(record ts, pair, openingPrice) of NEW position pushes, unchecked."""
         self.by_pair: dict[str, list[tuple[int, Decimal]]] = {}
@@ -99,18 +103,21 @@ class PriceFinder:
 
     def page(self, record_ts: int, page: Sequence[MatchRecord]) -> None:
         """Take the matches of a good match-result answer."""
-        matches = self.matches
+        seen = self.seen
+        matches = self.matches if self._keep else None
         by_pair = self.by_pair
         for item in page:
             match_id = item.id
-            if match_id in matches:
+            if match_id in seen:
                 continue  # polls answer the newest page again and again: each match once
             price = _price(item.average_price)
             pair = item.symbol
             if price is None or pair is None:
                 continue
             ts = item.create_time_stamp
-            matches[match_id] = item
+            seen.add(match_id)
+            if matches is not None:
+                matches[match_id] = item
             entries = by_pair.get(pair)
             if entries is None:
                 entries = by_pair[pair] = []
@@ -154,7 +161,7 @@ class PriceFinder:
         self, positions: Literal["always", "fallback", "never"]
     ) -> list[tuple[int, str, Decimal]]:
         rows = []
-        if positions == "always" or (positions == "fallback" and not self.matches):
+        if positions == "always" or (positions == "fallback" and not self.seen):
             for ts, pair, raw in self.new_positions:
                 price = _price(raw)
                 if price is not None:
@@ -202,12 +209,12 @@ def _scan(
             index.last_ts = _ts_of(last_line)
             return index
     index = RecordingIndex()
-    found = PriceFinder()
+    found = PriceFinder(keep_matches=True)
     keys = [_BATCH_KEY, _MATCHES_KEY]
     if positions == "always":
         keys.append(_NEW_KEY)
     first_line, last_line = _scan_pass(reader, keys, index, found)
-    if positions == "fallback" and not found.matches:
+    if positions == "fallback" and not found.seen:
         _scan_pass(reader, [_NEW_KEY], index, found)
     index.first_ts = _ts_of(first_line)
     index.last_ts = _ts_of(last_line)
