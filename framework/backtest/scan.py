@@ -110,9 +110,9 @@ class PriceFinder:
             match_id = item.id
             if match_id in seen:
                 continue  # polls answer the newest page again and again: each match once
-            price = _price(item.average_price)
+            price = item.average_price  # a record's decimals are finite (decoding checks)
             pair = item.symbol
-            if price is None or pair is None:
+            if price is None or price <= 0 or pair is None:
                 continue
             ts = item.create_time_stamp
             seen.add(match_id)

@@ -123,6 +123,8 @@ class ExecutionEngine:
             ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms
         )
         self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
+        self.match_intake: Callable[[MatchRecord], MatchFilled | None] = self._fills.attribute
+        """:meth:`attribute`, bound straight to the linker (a runtime's per-match call)."""
         self.cancels = Canceller(
             ledger=ledger,
             outcomes=outcomes,

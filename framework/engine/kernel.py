@@ -35,7 +35,7 @@ from framework.config import Config, StrategyConfig
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import Clock
-from framework.engine.events import Started, Stopping
+from framework.engine.events import MatchFilled, Started, Stopping
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
 from framework.engine.journaling import JournalProtocol
@@ -80,6 +80,7 @@ class Kernel:
         """How many on_start calls raised (the bus counts the other hooks' failures)."""
         self._unattached: list[Strategy] = []
         self._engine: ExecutionEngine | None = None
+        self._attribute: Callable[[MatchRecord], MatchFilled | None] = self._no_engine
         self._stopped_listeners: list[StrategyStopped] = []
         self.bus.subscribe(Started, self._on_started)
         self.bus.on_owner_stopped(self._owner_stopped)
@@ -93,6 +94,9 @@ class Kernel:
         if self._engine is None:
             raise RuntimeError("Kernel.engine: build_engine() has not run")
         return self._engine
+
+    def _no_engine(self, match: MatchRecord) -> MatchFilled | None:
+        raise RuntimeError("Kernel.on_match: build_engine() has not run")
 
     def build_engine(
         self,
@@ -123,6 +127,7 @@ class Kernel:
             mark_price=mark_price,
             random=random,
         )
+        self._attribute = self._engine.match_intake
         return self._engine
 
     def load_strategies(
@@ -165,7 +170,7 @@ class Kernel:
 
     def on_match(self, match: MatchRecord) -> None:
         """The one match intake: linked by the engine, then published (or held by it)."""
-        event = self.engine.attribute(match)
+        event = self._attribute(match)
         if event is not None:  # None: held until an answer names its order
             self.bus.publish(event)
 

@@ -103,13 +103,22 @@ class MatchRound(Generic[M]):
             if page_newest is None or mid > page_newest:
                 page_newest = mid
             ms = match.create_time_stamp
-            if ms is not None and (bound is None or mid < bound):
-                if newest_ms is None or ms > newest_ms:
-                    newest_ms = ms
+            if (
+                ms is not None
+                and (bound is None or mid < bound)
+                and (newest_ms is None or ms > newest_ms)
+            ):
+                newest_ms = ms
         self._newest_ms = newest_ms
-        if bound is None and self.high is not None and self.high > 0 and not self.initialise:
-            if page_newest is None or page_newest < self.high:
-                self._start_over()
+        high = self.high
+        if (
+            bound is None
+            and high is not None
+            and high > 0
+            and not self.initialise
+            and (page_newest is None or page_newest < high)
+        ):
+            self._start_over()
         high, floor, seen, found = self.high, self.floor, self.seen, self._found
         by_age = self.reread_age_ms > 0
         age_floor = newest_ms - self.reread_age_ms if by_age and newest_ms is not None else None
