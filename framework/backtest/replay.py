@@ -3,8 +3,8 @@
 Recorded lines come from the reader as typed records, a piece of the file per call. A
 WebSocket frame goes through the very path it took live: the venue codec decodes it
 (:func:`framework.venue.codec.decode_frame`, straight from its text) and the push goes to
-``route`` (:func:`framework.engine.portfolio.push_router`: the portfolio, then the bus, then
-the strategies' hooks), listened to or not.
+the route of its kind (``routes``, :func:`framework.engine.portfolio.push_routes`: the
+portfolio, then the bus, then the strategies' hooks), listened to or not.
 
 Recorded match-result pages are decoded as the live poller decodes them and go through its
 paging logic (:class:`framework.engine.matches.MatchCursor`); a new match goes to the
@@ -89,7 +89,7 @@ class Replayer:
         *,
         clock: VirtualClock,
         timeline: Timeline,
-        route: Callable[[PositionPush | AccountPush], None],
+        routes: tuple[Callable[[PositionPush], None], Callable[[AccountPush], None]],
         on_match: Callable[[MatchRecord], None],
         own_positions: Iterable[int] = (),
         own_coins: Iterable[str] = (),
@@ -103,7 +103,7 @@ class Replayer:
         # they ran, page for page, so a match listed late is delivered when live did.
         self._reread = (reread_ids, reread_age_ms)
         self.timeline = timeline
-        self._route = route
+        self._routes = routes
         self._on_match = on_match
         self.own_positions = frozenset(own_positions)
         self.own_coins = frozenset(own_coins)
@@ -151,7 +151,7 @@ class Replayer:
         timeline = self.timeline
         settle = self.settle
         executor = self._executor
-        route = self._route
+        route_position, route_account = self._routes
         decode = decode_frame
         new = _NEW
         own_positions = self.own_positions
@@ -192,13 +192,13 @@ class Replayer:
                         superseded += 1
                         continue
                     positions += 1
-                    route(push)
+                    route_position(push)
                 elif type(push) is AccountPush:
                     if own_coins and push.symbol in own_coins:
                         superseded += 1
                         continue
                     accounts += 1
-                    route(push)
+                    route_account(push)
                 else:
                     stats.acks += 1
                     continue

@@ -303,7 +303,7 @@ class Backtest:
         replayer = Replayer(
             clock=clock,
             timeline=timeline,
-            route=route,
+            routes=kernel.routes,
             on_match=on_match,
             own_positions=index.own_position_ids if supersede else (),
             own_coins={coins.get(p) or p for p in index.own_pairs} if supersede else (),

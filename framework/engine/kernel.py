@@ -39,7 +39,7 @@ from framework.engine.events import MatchFilled, Started, Stopping
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
 from framework.engine.journaling import JournalProtocol
-from framework.engine.portfolio import Portfolio, push_router
+from framework.engine.portfolio import Portfolio, frame_router, push_routes
 from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
@@ -69,9 +69,10 @@ class Kernel:
         self.clock = clock
         self.bus = Bus()
         self.portfolio = Portfolio()
-        self.intake: Callable[[PositionPush | AccountPush], None] = push_router(
-            self.portfolio, self.bus.publish
-        )
+        self.routes = push_routes(self.portfolio, self.bus.publish)
+        """(position intake, account intake): intake's two halves, for a caller that knows
+        a push's kind (the replay)."""
+        self.intake: Callable[[PositionPush | AccountPush], None] = frame_router(self.routes)
         """The one frame intake: a decoded push applied to the portfolio, then published."""
         self.strategies: list[Strategy] = []
         self.started: list[str] = []

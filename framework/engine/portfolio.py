@@ -39,7 +39,9 @@ __all__ = [
     "Balance",
     "Portfolio",
     "PositionState",
+    "frame_router",
     "push_router",
+    "push_routes",
 ]
 
 _ZERO = Decimal(0)
@@ -304,18 +306,45 @@ def _view(
     return {k: (p.is_long, p.quantity) for k, p in positions.items()}
 
 
+def push_routes(
+    portfolio: Portfolio, publish: Callable[[Event], None]
+) -> tuple[Callable[[PositionPush], None], Callable[[AccountPush], None]]:
+    """The intake of each kind of push: apply it to portfolio, publish it unless it was dropped.
+
+    For a caller that knows a push's kind already (a replay); :func:`push_router` is the
+    intake of a push of either kind.
+    """
+    apply_position = portfolio.apply_position_push
+    apply_account = portfolio.apply_account_push
+
+    def on_position(push: PositionPush) -> None:
+        apply_position(push)
+        publish(PositionChanged(push))
+
+    def on_account(push: AccountPush) -> None:
+        if apply_account(push):
+            publish(AccountChanged(push))
+
+    return on_position, on_account
+
+
+def frame_router(
+    routes: tuple[Callable[[PositionPush], None], Callable[[AccountPush], None]],
+) -> Callable[[PositionPush | AccountPush], None]:
+    """A stream's on_frame over push_routes: each push to the route of its kind."""
+    on_position, on_account = routes
+
+    def on_frame(push: PositionPush | AccountPush) -> None:
+        if type(push) is PositionPush:
+            on_position(push)
+        else:
+            on_account(push)  # type: ignore[arg-type]
+
+    return on_frame
+
+
 def push_router(
     portfolio: Portfolio, publish: Callable[[Event], None]
 ) -> Callable[[PositionPush | AccountPush], None]:
     """A stream's on_frame: apply each push to portfolio, publish it unless it was dropped."""
-    apply_position = portfolio.apply_position_push
-    apply_account = portfolio.apply_account_push
-
-    def on_frame(push: PositionPush | AccountPush) -> None:
-        if type(push) is PositionPush:
-            apply_position(push)
-            publish(PositionChanged(push))
-        elif apply_account(push):  # type: ignore[arg-type]
-            publish(AccountChanged(push))  # type: ignore[arg-type]
-
-    return on_frame
+    return frame_router(push_routes(portfolio, publish))

@@ -13,7 +13,7 @@ from framework.backtest.timeline import PRICES, SAMPLES, Timeline
 from framework.engine.bus import Bus
 from framework.engine.clock import VirtualClock
 from framework.engine.events import AccountChanged, MatchFilled, PositionChanged
-from framework.engine.portfolio import Portfolio, push_router
+from framework.engine.portfolio import Portfolio, push_routes
 from framework.live.recorder import RecordingWriter
 from framework.twin import wire
 from framework.venue.models import MatchRecord
@@ -53,7 +53,7 @@ class Harness:
         self.replayer = Replayer(
             clock=self.clock,
             timeline=self.timeline,
-            route=push_router(self.portfolio, self.bus.publish),
+            routes=push_routes(self.portfolio, self.bus.publish),
             on_match=lambda m: self.bus.publish(MatchFilled(m, None, True)),
             **options,
         )
