@@ -249,6 +249,11 @@ def journal_rows(path: Path) -> dict[str, tuple[OrderStatus, bool]]:
         journal.close()
 
 
+def committed_accepted(path: Path) -> int:
+    """How many intents the journal holds ACCEPTED, committed (read while the node runs)."""
+    return sum(1 for status, _ in journal_rows(path).values() if status is OrderStatus.ACCEPTED)
+
+
 @asynccontextmanager
 async def child(
     twin: VenueTwin, tmp: Path, life: int, levels: int
@@ -290,6 +295,10 @@ async def test_a_ladder_killed_and_restarted_adopts_its_grid_and_leaves_an_outsi
                 await eventually(lambda: len(book(twin)) == 2 * levels, timeout=15)
                 if answers == "journaled":  # every answer in: the journal has them ACCEPTED
                     await eventually(lambda: accepted_lines(log) == 2 * levels)
+                    # The node commits answers when idle, after telling the strategy: kill it
+                    # once the commit is in (a kill before it leaves them PENDING, sent).
+                    journal = tmp_path / "journal.sqlite"
+                    await eventually(lambda: committed_accepted(journal) == 2 * levels)
                 process.send_signal(signal.SIGKILL)
                 await process.wait()
             assert process.returncode == -signal.SIGKILL, tail(tmp_path, 1)
