@@ -119,6 +119,9 @@ class PollingConfig:
     Each poll re-reads a window below the newest match delivered, for fills the venue lists
     late: down to ``reread_ids`` ids below it, or to matches ``reread_age_s`` older than the
     newest read, whichever comes first (0 turns that bound off; both 0: no window).
+
+    Every ``open_orders_interval_s`` the live node lists each pair's open orders and
+    queries the tracked resting orders the list lacks (0: only at start).
     """
 
     match_interval_s: float = 1.0
@@ -126,6 +129,7 @@ class PollingConfig:
     backfill: bool = False
     reread_age_s: float = 10.0
     reread_ids: int = 500
+    open_orders_interval_s: float = 30.0
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -309,6 +313,11 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
     )
     out.require(config.polling.reread_age_s >= 0, ("polling", "reread_age_s"), "must be >= 0")
     out.require(config.polling.reread_ids >= 0, ("polling", "reread_ids"), "must be >= 0")
+    out.require(
+        config.polling.open_orders_interval_s >= 0,
+        ("polling", "open_orders_interval_s"),
+        "must be >= 0",
+    )
     out.require(bool(config.strategies), ("strategies",), "at least one strategy is required")
     names: set[str] = set()
     for i, strategy in enumerate(config.strategies):

@@ -29,7 +29,10 @@ Open orders are the tracked ACCEPTED orders that may rest, read through
 :meth:`Canceller.open_orders`. At start the runtime lists the venue's open orders
 (:meth:`Canceller.adopt`): orders the journal knows are adopted (an UNKNOWN one found resting
 by its clientOrderId is ACCEPTED on that evidence), the journal's resting orders the venue
-no longer lists are queried, and the rest are external (counted, never touched).
+no longer lists are queried, and the rest are external (counted, never touched). While it
+runs it lists them again now and then (:meth:`Canceller.reconcile`), so an order cancelled
+or filled behind its back (a person at the venue's website, the venue itself) is queried
+and ends as the venue's record says.
 
 Pure: no I/O, time passed in. Written here rather than taken from a library: it is the
 engine's own bookkeeping of its intents.
@@ -470,10 +473,21 @@ class Canceller:
         return "open"
 
     def adopt(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
-        """Reconcile the tracked orders of pair with the venue's open-order list (see module).
+        """Reconcile the tracked orders of pair with the venue's open-order list at start.
 
-        Returns counts: adopted, open, external, missing (tracked resting orders the venue
-        does not list: queued for a query).
+        As :meth:`reconcile`; the external orders are counted in ``external`` too.
+        """
+        counts = self.reconcile(pair, records)
+        self.external += counts["external"]
+        return counts
+
+    def reconcile(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
+        """Reconcile the tracked orders of pair with a list of the venue's open orders.
+
+        Each record is evidence (:meth:`apply_record`); a tracked ACCEPTED resting order the
+        list lacks is queried (it may have been cancelled or filled behind the node's back,
+        or the list was read before it rested: its record decides). Returns counts:
+        adopted, open, external, missing (queried).
         """
         counts = {"adopted": 0, "open": 0, "external": 0, "missing": 0}
         listed: set[str] = set()
@@ -488,7 +502,6 @@ class Canceller:
                     and is_resting(entry.order) and entry.client_order_id not in listed):  # fmt: skip
                 counts["missing"] += 1
                 self._query(entry)
-        self.external += counts["external"]
         return counts
 
     def _cancelled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:

@@ -447,6 +447,14 @@ class ExecutionEngine:
         self.flush()
         return counts
 
+    def check_open_orders(self, pair: str, records: list[VenueOrder]) -> dict[str, int]:
+        """Reconcile pair's tracked orders with a later open-order list; queries go out."""
+        counts = self.cancels.reconcile(pair, records)
+        self.flush()
+        if self.cancels.pending:
+            self._ready()
+        return counts
+
     # -- time ---------------------------------------------------------------------------
 
     def tick(self) -> int:

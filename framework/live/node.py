@@ -60,6 +60,7 @@ from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor
 from framework.live.journal import Journal
 from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metrics
+from framework.live.order_check import OpenOrderCheck
 from framework.live.poller import MatchPoller
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
@@ -130,6 +131,7 @@ class Node:
         self.stream: StreamClient | None = None
         self.recorder: Recorder | None = None
         self.poller: MatchPoller | None = None
+        self.order_check: OpenOrderCheck | None = None
         self.scheduler: AsyncIOScheduler | None = None
 
     # ---------------------------------------------------------------------------- control
@@ -399,6 +401,13 @@ class Node:
                 raise FatalError(f"metrics: {exc}") from None
         self.scheduler.start()
         self.poller.start(self.scheduler)
+        interval = self.config.polling.open_orders_interval_s
+        engine, rest = self.engine, self.rest
+        if interval > 0 and engine is not None and rest is not None and engine.cancels.available:
+            self.order_check = OpenOrderCheck(
+                engine, rest, pairs=list(self.config.pairs), interval_s=interval
+            )
+            self.order_check.start(self.scheduler)
         log.info(
             "scheduler started", extra={"match_interval_s": self.config.polling.match_interval_s}
         )
@@ -417,6 +426,8 @@ class Node:
     def _stop_scheduler(self) -> None:
         if self.poller is not None:
             self.poller.shutdown()
+        if self.order_check is not None:
+            self.order_check.shutdown()
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 

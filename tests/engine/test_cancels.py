@@ -257,6 +257,30 @@ def test_adoption_confirms_resting_orders_resolves_unknown_ones_and_counts_stran
     assert engine.cancels.external == 1
 
 
+def test_a_later_check_queries_what_the_list_lacks_and_counts_strangers_once() -> None:
+    woken: list[int] = []
+    engine, events, _ = engine_with(on_ready=lambda: woken.append(1))
+    (resting, gone) = accepted(engine, 2)
+    stranger = Record("placed-by-hand", 999, Decimal(0), "open")
+    assert engine.adopt("ETH-USD", [Record(resting, 100, Decimal(0), "open"),
+                                    Record(gone, 101, Decimal(0), "open"), stranger])["external"] == 1  # fmt: skip
+    assert engine.cancels.take_queries() == []
+    woken.clear()
+    counts = engine.check_open_orders(
+        "ETH-USD", [Record(resting, 100, Decimal(0), "open"), stranger]
+    )
+    assert counts == {"adopted": 0, "open": 1, "external": 1, "missing": 1}
+    assert engine.cancels.external == 1  # the stranger was counted at start, not again
+    assert woken  # the driver is woken to send the query
+    assert engine.cancels.take_queries() == [101]
+    # The query's record decides: cancelled behind the node's back.
+    assert engine.apply_order_record(Record(gone, 101, Decimal(0), "canceled")) == "canceled"
+    assert updates(events)[-1] == (gone, OrderStatus.CANCELED)
+    assert [o.client_order_id for o in engine.open_orders()] == [resting]
+    # Another pair's check leaves ETH-USD's orders alone.
+    assert engine.check_open_orders("BTC-USD", [])["missing"] == 0
+
+
 def test_a_record_naming_another_client_id_is_no_evidence_for_an_unknown_order() -> None:
     engine, _events, _ = engine_with()
     engine.submit("s", order())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -35,8 +36,9 @@ def engine_with(
     risk: RiskSettings | None = None,
     rules: PairRules = RULES,
     mark: Decimal | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> tuple[ExecutionEngine, list[Event], VirtualClock]:
-    """An engine with one pair (ETH-USD) and the given limits."""
+    """An engine with one pair (ETH-USD) and the given limits (on_ready: its driver's wake)."""
     clock = VirtualClock(START_MS)
     events: list[Event] = []
     engine = ExecutionEngine(
@@ -46,6 +48,7 @@ def engine_with(
         now_ms=clock.now_ms,
         ids=ClientIdGenerator.ephemeral("r", now_ms=START_MS, random_bits=1),
         mark_price=lambda pair: mark,
+        on_ready=on_ready,
     )
     return engine, events, clock
 

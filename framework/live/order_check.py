@@ -1,0 +1,110 @@
+"""The periodic check of the open orders: what rests at the venue against what the node tracks.
+
+The node learns of its orders from create answers, cancel answers and match polls. An order
+cancelled behind its back (a person at the venue's website, the venue itself) produces none
+of these, so without a look at the venue it would stay ACCEPTED in ``open_orders()`` for
+ever. Every ``polling.open_orders_interval_s`` this job lists each pair's open orders (an
+extension beyond SPEC.md, as at start) and hands them to the engine
+(:meth:`framework.engine.execution.ExecutionEngine.check_open_orders`): a tracked resting
+order the list lacks is queried and ends as the venue's record says; an UNKNOWN order found
+resting by its clientOrderId becomes ACCEPTED. One apscheduler job (``max_instances=1``,
+``coalesce``): a slow check is never run twice at once. A venue without the extension turns
+cancels off and the job stops; any other failure is one warning, and the next round tries
+again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from framework.engine.execution import ExecutionEngine
+from framework.live.rest import RestClient
+from framework.venue.errors import ExtensionUnavailable, FrameworkError
+
+__all__ = ["OpenOrderCheck"]
+
+log = logging.getLogger("framework.node")
+
+_JOB_ID = "open-orders-check"
+
+
+class OpenOrderCheck:
+    """Lists each pair's open orders every interval_s and reconciles the engine with them."""
+
+    def __init__(
+        self,
+        engine: ExecutionEngine,
+        rest: RestClient,
+        *,
+        pairs: Sequence[str],
+        interval_s: float,
+    ) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"interval_s: expected > 0, got {interval_s}")
+        self.engine = engine
+        self.rest = rest
+        self.pairs = list(pairs)
+        self.interval_s = interval_s
+        self.rounds = 0
+        """Checks completed (every pair looked at, read or not)."""
+        self.queried = 0
+        """Tracked resting orders the venue did not list, queried."""
+        self._scheduler: AsyncIOScheduler | None = None
+
+    def __repr__(self) -> str:
+        return f"OpenOrderCheck(pairs={self.pairs}, interval_s={self.interval_s})"
+
+    def start(self, scheduler: AsyncIOScheduler) -> None:
+        """Add the job to a running scheduler; its first run is one interval from now."""
+        self._scheduler = scheduler
+        scheduler.add_job(
+            self.check,
+            "interval",
+            seconds=self.interval_s,
+            id=_JOB_ID,
+            name="open orders check",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            next_run_time=datetime.now(UTC) + timedelta(seconds=self.interval_s),
+            replace_existing=True,
+        )
+
+    def shutdown(self) -> None:
+        """Remove the job (the scheduler is the caller's)."""
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            job: Any = scheduler.get_job(_JOB_ID)
+            if job is not None:
+                job.remove()
+
+    async def check(self) -> dict[str, int]:
+        """One round over every pair; the counts summed (adopted, open, external, missing)."""
+        engine = self.engine
+        total = {"adopted": 0, "open": 0, "external": 0, "missing": 0}
+        for pair in self.pairs:
+            if not engine.cancels.available:
+                self.shutdown()
+                break
+            try:
+                records = await self.rest.all_open_orders(pair)
+            except ExtensionUnavailable as exc:
+                engine.cancels.turn_off(str(exc))
+                self.shutdown()
+                break
+            except (FrameworkError, OSError) as exc:
+                log.warning("open orders of %s not read (%s); checked next round", pair, exc)
+                continue
+            counts = engine.check_open_orders(pair, list(records))
+            for key, value in counts.items():
+                total[key] += value
+            if counts["missing"] or counts["adopted"]:
+                log.info("open orders of %s checked", pair, extra=counts)
+        self.queried += total["missing"]
+        self.rounds += 1
+        return total

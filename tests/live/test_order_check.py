@@ -1,0 +1,147 @@
+"""The periodic open-order check of a running node, against the twin's book.
+
+An order cancelled behind the node's back (by a person on the same account) must not stay
+ACCEPTED in ``open_orders()``: the check lists the venue's open orders, queries the tracked
+resting order the list lacks, and the venue's record ends it. Orders that still rest are
+left alone; an UNKNOWN order found resting becomes ACCEPTED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from framework import OrderStatus
+from framework.config import Config, ConfigProblems, parse_config
+from framework.live.node import Node
+from framework.live.order_check import OpenOrderCheck
+from framework.live.rest import RestClient
+from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
+from framework.twin.order_management import QUERY_ORDER_PATH
+from framework.twin.server import VenueTwin
+from framework.venue.signing import make_signer
+from tests.live.test_cancels import START, book, hand, record, resting_on_twin, twin_of, usd
+from tests.node_running import running
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = """\
+venue:
+  embedded: true
+  twin:
+    prices: {tick_interval: 0}
+pairs:
+  ETH-USD: {}
+polling:
+  match_interval_s: 0.1
+  open_orders_interval_s: %s
+strategies:
+  - name: hand
+    class: tests.live.test_cancels:Hand
+"""
+
+
+def config(interval: str = "0.2") -> Config:
+    """One Hand on ETH-USD at the embedded twin, the check every interval seconds."""
+    return parse_config(CONFIG % interval, env={})
+
+
+@asynccontextmanager
+async def person(twin: VenueTwin) -> AsyncIterator[RestClient]:
+    """A REST client on the node's own account (the demo key), as a person at a terminal."""
+    async with RestClient(twin.base_url, DEMO_API_KEY, make_signer(2, DEMO_PRIVATE_KEY)) as rest:
+        yield rest
+
+
+def check_of(node: Node) -> OpenOrderCheck:
+    """The node's open-order check."""
+    assert node.order_check is not None
+    return node.order_check
+
+
+async def rounds_pass(node: Node, n: int) -> None:
+    """Wait until n more rounds of the check have completed."""
+    target = check_of(node).rounds + n
+    await eventually(lambda: check_of(node).rounds >= target, timeout=10)
+
+
+async def test_an_order_cancelled_behind_the_nodes_back_ends_canceled_and_others_stay() -> None:
+    node = Node(config())
+    async with running(node):
+        h, twin = hand(node), twin_of(node)
+        gone, stays = await resting_on_twin(node, h, ["1900", "1890"])
+        await rounds_pass(node, 2)  # a round that began before they rested has ended
+        queried = check_of(node).queried
+        queries: list[str] = []
+        assert node.rest is not None
+        node.rest.observer = lambda path, query, body: queries.append(path)
+        async with person(twin) as rest:
+            answer = await rest.cancel_order(record(twin, gone).order_id)
+        assert answer is not None and record(twin, gone).status == "CANCELED"
+        await eventually(lambda: h.last(gone) is OrderStatus.CANCELED, timeout=10)
+        assert h.statuses(gone) == [OrderStatus.ACCEPTED, OrderStatus.CANCELED]
+        assert [o.client_order_id for o in h.open_orders()] == [stays]
+        assert check_of(node).queried == queried + 1
+        assert queries.count(QUERY_ORDER_PATH) == 1  # the order the list lacked, and only it
+        # Later rounds find the other order resting: it is never queried nor changed.
+        await rounds_pass(node, 2)
+        assert h.statuses(stays) == [OrderStatus.ACCEPTED]
+        assert queries.count(QUERY_ORDER_PATH) == 1
+        assert set(book(twin)) == {stays}
+        available, frozen = usd(twin)
+        assert available + frozen == START and frozen > 0  # only the resting one reserved
+    assert h.refusals == []
+
+
+async def test_an_unknown_order_found_resting_by_the_check_becomes_accepted() -> None:
+    node = Node(config())
+    async with running(node):
+        h, twin = hand(node), twin_of(node)
+        twin.faults.configure(error_after_accept_rate=1.0)  # executed, answered HTTP 500
+        cid = h.limit("1900")
+        await eventually(lambda: h.last(cid) is OrderStatus.UNKNOWN)
+        twin.faults.clear()
+        assert cid in book(twin)
+        await eventually(lambda: h.last(cid) is OrderStatus.ACCEPTED, timeout=10)
+        assert h.statuses(cid) == [OrderStatus.UNKNOWN, OrderStatus.ACCEPTED]
+        assert [o.client_order_id for o in h.open_orders()] == [cid]
+        assert h.open_orders()[0].order_id == record(twin, cid).order_id
+        assert node.engine is not None and node.engine.unknown_count == 0
+
+
+async def test_an_order_filled_before_its_match_is_listed_ends_filled_with_its_fill_once() -> None:
+    # The twin lists matches 2 s late: the check finds the filled order missing from the open
+    # orders first, the query's record says FILLED; the match, listed later, is linked to it.
+    node = Node(config())
+    async with running(node):
+        h, twin = hand(node), twin_of(node)
+        (cid,) = await resting_on_twin(node, h, ["1999"])
+        await rounds_pass(node, 2)  # a round that began before it rested has ended
+        queried = check_of(node).queried
+        twin.faults.configure(match_delay_min_s=2.0, match_delay_max_s=2.0)
+        twin.set_mark("ETH-USD", "1998.5")  # the bid is crossed: the twin fills it
+        await eventually(lambda: h.last(cid) is OrderStatus.FILLED, timeout=10)
+        assert h.matches == []  # the check, not the match, told it
+        assert check_of(node).queried == queried + 1
+        assert h.open_orders() == []
+        await eventually(lambda: len(h.matches) == 1, timeout=10)
+        assert h.matches[0].client_order_id == cid
+        assert h.matches[0].entrust_id == record(twin, cid).order_id
+        await rounds_pass(node, 2)
+        assert len(h.matches) == 1
+        assert h.statuses(cid) == [OrderStatus.ACCEPTED, OrderStatus.FILLED]
+
+
+async def test_interval_zero_checks_only_at_start() -> None:
+    node = Node(config("0"))
+    async with running(node):
+        assert node.order_check is None
+
+
+def test_a_negative_interval_is_refused_naming_the_field() -> None:
+    with pytest.raises(ConfigProblems) as caught:
+        config("-1")
+    assert list(caught.value.problems) == ["polling.open_orders_interval_s: must be >= 0 (line 9)"]
