@@ -264,15 +264,22 @@ async def test_an_accepted_resting_order_leaves_the_twins_book_and_frees_its_res
     assert h.refusals[0].strategy == "hand"
 
 
+async def unknown_on_twin(node: Node, strategy: Hand, price: str) -> str:
+    """Place a GTC limit order the twin rests but answers HTTP 500: UNKNOWN at the node."""
+    twin = twin_of(node)
+    twin.faults.configure(error_after_accept_rate=1.0)  # executed, answered HTTP 500
+    cid = strategy.limit(price)
+    await eventually(lambda: strategy.last(cid) is OrderStatus.UNKNOWN)
+    twin.faults.clear()
+    assert cid in book(twin)  # it does rest, the node cannot know
+    return cid
+
+
 async def test_an_unknown_order_is_cancelled_by_its_client_id_and_that_ends_the_doubt() -> None:
     node = Node(config())
     async with running(node):
         h, twin = hand(node), twin_of(node)
-        twin.faults.configure(error_after_accept_rate=1.0)  # executed, answered HTTP 500
-        cid = h.limit("1900")
-        await eventually(lambda: h.last(cid) is OrderStatus.UNKNOWN)
-        twin.faults.clear()
-        assert cid in book(twin)  # it does rest, the node cannot know
+        cid = await unknown_on_twin(node, h, "1900")
         assert h.open_orders() == []  # only ACCEPTED orders are listed as open
         calls = watch_calls(node)
         assert h.cancel(cid) is True

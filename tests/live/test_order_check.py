@@ -22,7 +22,16 @@ from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.order_management import QUERY_ORDER_PATH
 from framework.twin.server import VenueTwin
 from framework.venue.signing import make_signer
-from tests.live.test_cancels import START, book, hand, record, resting_on_twin, twin_of, usd
+from tests.live.test_cancels import (
+    START,
+    book,
+    hand,
+    record,
+    resting_on_twin,
+    twin_of,
+    unknown_on_twin,
+    usd,
+)
 from tests.node_running import running
 from tests.waiting import eventually
 
@@ -100,11 +109,7 @@ async def test_an_unknown_order_found_resting_by_the_check_becomes_accepted() ->
     node = Node(config())
     async with running(node):
         h, twin = hand(node), twin_of(node)
-        twin.faults.configure(error_after_accept_rate=1.0)  # executed, answered HTTP 500
-        cid = h.limit("1900")
-        await eventually(lambda: h.last(cid) is OrderStatus.UNKNOWN)
-        twin.faults.clear()
-        assert cid in book(twin)
+        cid = await unknown_on_twin(node, h, "1900")
         await eventually(lambda: h.last(cid) is OrderStatus.ACCEPTED, timeout=10)
         assert h.statuses(cid) == [OrderStatus.UNKNOWN, OrderStatus.ACCEPTED]
         assert [o.client_order_id for o in h.open_orders()] == [cid]
