@@ -123,8 +123,18 @@ class ExecutionEngine:
             ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms
         )
         self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
-        self.match_intake: Callable[[MatchRecord], MatchFilled | None] = self._fills.attribute
-        """:meth:`attribute`, bound straight to the linker (a runtime's per-match call)."""
+        self.attribute: Callable[[MatchRecord], MatchFilled | None] = self._fills.attribute
+        """attribute(match): link a match to its intent by orderId == entrustId, resolving
+        UNKNOWN by evidence (the linker's, bound straight: a runtime calls it per match).
+
+        A match of a known order carries its client_order_id and is addressed to its
+        strategy. One whose entrustId belongs to no known order resolves an UNKNOWN intent
+        only when that intent is the one in doubt that agrees in pair, side and quantity;
+        with several such intents it is counted for their group (``candidates`` set, no
+        client_order_id). Any other match is external. The caller publishes the MatchFilled
+        returned. None: the match names no known order while a batch is in flight (its
+        answer may name it); the engine holds it and publishes its MatchFilled itself later.
+        See :mod:`framework.engine.fills`."""
         self.cancels = Canceller(
             ledger=ledger,
             outcomes=outcomes,
@@ -498,22 +508,6 @@ class ExecutionEngine:
                 expiry = max(0, deadline - now)
                 due = expiry if due is None else min(due, expiry)
         return due
-
-    # -- evidence -----------------------------------------------------------------------
-
-    def attribute(self, match: MatchRecord) -> MatchFilled | None:
-        """Link a match to its intent by orderId == entrustId, resolving UNKNOWN by evidence.
-
-        A match of a known order carries its client_order_id and is addressed to its
-        strategy. One whose entrustId belongs to no known order resolves an UNKNOWN intent
-        only when that intent is the one in doubt that agrees in pair, side and quantity;
-        with several such intents it is counted for their group (``candidates`` set, no
-        client_order_id). Any other match is external. The caller publishes the MatchFilled
-        returned. None: the match names no known order while a batch is in flight (its
-        answer may name it); the engine holds it and publishes its MatchFilled itself later.
-        See :mod:`framework.engine.fills`.
-        """
-        return self._fills.attribute(match)
 
     # -- restart ------------------------------------------------------------------------
 

@@ -128,7 +128,7 @@ class Kernel:
             mark_price=mark_price,
             random=random,
         )
-        self._attribute = self._engine.match_intake
+        self._attribute = self._engine.attribute
         return self._engine
 
     def load_strategies(
