@@ -314,9 +314,9 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
     out.require(config.polling.reread_age_s >= 0, ("polling", "reread_age_s"), "must be >= 0")
     out.require(config.polling.reread_ids >= 0, ("polling", "reread_ids"), "must be >= 0")
     out.require(
-        config.polling.open_orders_interval_s >= 0,
+        0 <= config.polling.open_orders_interval_s <= 86400,
         ("polling", "open_orders_interval_s"),
-        "must be >= 0",
+        "must be between 0 and 86400 (0: only at start)",
     )
     out.require(bool(config.strategies), ("strategies",), "at least one strategy is required")
     names: set[str] = set()

@@ -30,9 +30,9 @@ Open orders are the tracked ACCEPTED orders that may rest, read through
 (:meth:`Canceller.adopt`): orders the journal knows are adopted (an UNKNOWN one found resting
 by its clientOrderId is ACCEPTED on that evidence), the journal's resting orders the venue
 no longer lists are queried, and the rest are external (counted, never touched). While it
-runs it lists them again now and then (:meth:`Canceller.reconcile`), so an order cancelled
-or filled behind its back (a person at the venue's website, the venue itself) is queried
-and ends as the venue's record says.
+runs it lists them again now and then (:meth:`Canceller.check`): an ACCEPTED resting order
+the list lacks, cancelled or filled behind its back (a person at the venue's website, the
+venue itself), is queried and ends as the venue's record says.
 
 Pure: no I/O, time passed in. Written here rather than taken from a library: it is the
 engine's own bookkeeping of its intents.
@@ -374,6 +374,8 @@ class Canceller:
                 self._query(entry)
                 continue
             if answer.code == 200:
+                if entry.client_order_id not in self._ledger.live:
+                    continue  # it ended meanwhile (a query's record, its fills): said already
                 if entry.order_id is None and answer.order_id is not None:
                     self._ledger.bind(entry, answer.order_id)
                 canceled.append((entry, answer.filled))
@@ -457,6 +459,10 @@ class Canceller:
         if entry.order_id is None and record.entrust_id is not None:
             if coid != entry.client_order_id:
                 return "external"  # only a record naming the intent's own id is evidence
+            if record.entrust_id in ledger.claimed:
+                # A match of that order was counted for the doubt group already: binding it
+                # here too would count its fill twice. The group settles it, by count.
+                return "open"
             ledger.bind(entry, record.entrust_id)
         filled = record.filled_quantity
         if state == "canceled":
@@ -473,21 +479,10 @@ class Canceller:
         return "open"
 
     def adopt(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
-        """Reconcile the tracked orders of pair with the venue's open-order list at start.
+        """Reconcile the tracked orders of pair with the venue's open-order list (see module).
 
-        As :meth:`reconcile`; the external orders are counted in ``external`` too.
-        """
-        counts = self.reconcile(pair, records)
-        self.external += counts["external"]
-        return counts
-
-    def reconcile(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
-        """Reconcile the tracked orders of pair with a list of the venue's open orders.
-
-        Each record is evidence (:meth:`apply_record`); a tracked ACCEPTED resting order the
-        list lacks is queried (it may have been cancelled or filled behind the node's back,
-        or the list was read before it rested: its record decides). Returns counts:
-        adopted, open, external, missing (queried).
+        Returns counts: adopted, open, external, missing (tracked resting orders the venue
+        does not list: queued for a query).
         """
         counts = {"adopted": 0, "open": 0, "external": 0, "missing": 0}
         listed: set[str] = set()
@@ -502,7 +497,41 @@ class Canceller:
                     and is_resting(entry.order) and entry.client_order_id not in listed):  # fmt: skip
                 counts["missing"] += 1
                 self._query(entry)
+        self.external += counts["external"]
         return counts
+
+    def check(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
+        """A later list of pair's open orders (a periodic check): query what it lacks.
+
+        Only an absence is acted on: a tracked ACCEPTED resting order the list names neither
+        by clientOrderId nor by orderId is queried, and its record decides (cancelled or
+        filled behind the node's back, or still resting: the list was read before it
+        rested). The records themselves are not applied: the list was read a while ago and
+        the engine may know more since (a match claimed for a doubt group, a fill), so an
+        UNKNOWN order keeps its doubt and nothing is adopted. An order with a cancel on its
+        way or a query out is left to that answer. Returns counts: listed, missing (queried).
+        """
+        by_client: set[str] = set()
+        by_id: set[int] = set()
+        listed = 0
+        for record in records:
+            listed += 1
+            if record.client_order_id is not None:
+                by_client.add(record.client_order_id)
+            if record.entrust_id is not None:
+                by_id.add(record.entrust_id)
+        missing = 0
+        busy = (self._queued, self._inflight, self._after_answer)
+        for entry in list(self._ledger.live.values()):
+            coid, order_id = entry.client_order_id, entry.order_id
+            if (entry.order.pair_name != pair or entry.status is not ACCEPTED or order_id is None
+                    or not is_resting(entry.order) or coid in by_client or order_id in by_id
+                    or any(coid in b for b in busy)
+                    or order_id in self._queries or order_id in self._asking):  # fmt: skip
+                continue
+            missing += 1
+            self._queries[order_id] = entry
+        return {"listed": listed, "missing": missing}
 
     def _cancelled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:
         self._outcomes.canceled(entries, filled, why)

@@ -458,10 +458,9 @@ class ExecutionEngine:
         return counts
 
     def check_open_orders(self, pair: str, records: list[VenueOrder]) -> dict[str, int]:
-        """Reconcile pair's tracked orders with a later open-order list; queries go out."""
-        counts = self.cancels.reconcile(pair, records)
-        self.flush()
-        if self.cancels.pending:
+        """A later open-order list of pair (Canceller.check): the orders it lacks are queried."""
+        counts = self.cancels.check(pair, records)
+        if counts["missing"]:
             self._ready()
         return counts
 

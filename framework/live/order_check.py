@@ -6,11 +6,12 @@ of these, so without a look at the venue it would stay ACCEPTED in ``open_orders
 ever. Every ``polling.open_orders_interval_s`` this job lists each pair's open orders (an
 extension beyond SPEC.md, as at start) and hands them to the engine
 (:meth:`framework.engine.execution.ExecutionEngine.check_open_orders`): a tracked resting
-order the list lacks is queried and ends as the venue's record says; an UNKNOWN order found
-resting by its clientOrderId becomes ACCEPTED. One apscheduler job (``max_instances=1``,
-``coalesce``): a slow check is never run twice at once. A venue without the extension turns
-cancels off and the job stops; any other failure is one warning, and the next round tries
-again.
+order the list lacks is queried and ends as the venue's record says. The list's records
+change nothing by themselves (it was read a while ago; see
+:meth:`framework.engine.cancels.Canceller.check`). One apscheduler job (``max_instances=1``,
+``coalesce``): a slow check is never run twice at once. A failure to read a pair's list is
+one warning, and the next round tries again; cancels stay as they are (the start-up listing
+worked, so a 404 now says little about the venue).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.engine.execution import ExecutionEngine
 from framework.live.rest import RestClient
-from framework.venue.errors import ExtensionUnavailable, FrameworkError
+from framework.venue.errors import FrameworkError
 
 __all__ = ["OpenOrderCheck"]
 
@@ -84,27 +85,23 @@ class OpenOrderCheck:
                 job.remove()
 
     async def check(self) -> dict[str, int]:
-        """One round over every pair; the counts summed (adopted, open, external, missing)."""
+        """One round over every pair; the counts summed (listed, missing)."""
         engine = self.engine
-        total = {"adopted": 0, "open": 0, "external": 0, "missing": 0}
+        total = {"listed": 0, "missing": 0}
         for pair in self.pairs:
-            if not engine.cancels.available:
+            if not engine.cancels.available:  # turned off by a cancel or query call
                 self.shutdown()
                 break
             try:
                 records = await self.rest.all_open_orders(pair)
-            except ExtensionUnavailable as exc:
-                engine.cancels.turn_off(str(exc))
-                self.shutdown()
-                break
             except (FrameworkError, OSError) as exc:
                 log.warning("open orders of %s not read (%s); checked next round", pair, exc)
                 continue
             counts = engine.check_open_orders(pair, list(records))
-            for key, value in counts.items():
-                total[key] += value
-            if counts["missing"] or counts["adopted"]:
-                log.info("open orders of %s checked", pair, extra=counts)
+            total["listed"] += counts["listed"]
+            total["missing"] += counts["missing"]
+            if counts["missing"]:
+                log.info("open orders of %s: %d missing, queried", pair, counts["missing"])
         self.queried += total["missing"]
         self.rounds += 1
         return total

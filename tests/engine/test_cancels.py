@@ -257,28 +257,79 @@ def test_adoption_confirms_resting_orders_resolves_unknown_ones_and_counts_stran
     assert engine.cancels.external == 1
 
 
-def test_a_later_check_queries_what_the_list_lacks_and_counts_strangers_once() -> None:
+def test_a_later_check_queries_only_what_the_list_lacks_and_changes_nothing_else() -> None:
     woken: list[int] = []
     engine, events, _ = engine_with(on_ready=lambda: woken.append(1))
-    (resting, gone) = accepted(engine, 2)
-    stranger = Record("placed-by-hand", 999, Decimal(0), "open")
-    assert engine.adopt("ETH-USD", [Record(resting, 100, Decimal(0), "open"),
-                                    Record(gone, 101, Decimal(0), "open"), stranger])["external"] == 1  # fmt: skip
-    assert engine.cancels.take_queries() == []
+    (resting, gone, by_id) = accepted(engine, 3)
+    doubtful = engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    before = updates(events)
+    listing = [
+        Record(resting, 100, Decimal(0), "open"),
+        Record(None, 102, Decimal(0), "open"),  # by_id, named by its orderId only
+        Record(doubtful, 300, Decimal(0), "open"),
+        Record("placed-by-hand", 999, Decimal(0), "open"),
+    ]
     woken.clear()
-    counts = engine.check_open_orders(
-        "ETH-USD", [Record(resting, 100, Decimal(0), "open"), stranger]
-    )
-    assert counts == {"adopted": 0, "open": 1, "external": 1, "missing": 1}
-    assert engine.cancels.external == 1  # the stranger was counted at start, not again
+    assert engine.check_open_orders("ETH-USD", listing) == {"listed": 4, "missing": 1}
     assert woken  # the driver is woken to send the query
     assert engine.cancels.take_queries() == [101]
+    # The records changed nothing: the UNKNOWN one keeps its doubt, no stranger is counted.
+    assert updates(events) == before
+    assert engine.unknown_count == 1 and engine.cancels.external == 0
+    # Asked again while the query is out: not asked twice.
+    assert engine.check_open_orders("ETH-USD", listing)["missing"] == 0
     # The query's record decides: cancelled behind the node's back.
     assert engine.apply_order_record(Record(gone, 101, Decimal(0), "canceled")) == "canceled"
     assert updates(events)[-1] == (gone, OrderStatus.CANCELED)
-    assert [o.client_order_id for o in engine.open_orders()] == [resting]
+    assert {o.client_order_id for o in engine.open_orders()} == {resting, by_id}
     # Another pair's check leaves ETH-USD's orders alone.
     assert engine.check_open_orders("BTC-USD", [])["missing"] == 0
+
+
+def test_a_check_leaves_an_order_with_a_cancel_on_its_way_to_the_cancels_answer() -> None:
+    engine, events, _ = engine_with()
+    (a,) = accepted(engine, 1)
+    engine.cancel("s", a)
+    assert engine.check_open_orders("ETH-USD", [])["missing"] == 0  # queued
+    batch = engine.next_cancels()
+    assert batch is not None
+    assert engine.check_open_orders("ETH-USD", [])["missing"] == 0  # in flight
+    assert engine.cancels.take_queries() == []
+    engine.on_cancel_answers(batch, {100: CancelAnswer(200, None)})
+    assert [s for c, s in updates(events) if c == a] == [OrderStatus.ACCEPTED, OrderStatus.CANCELED]
+
+
+def test_a_cancel_answer_for_an_order_that_ended_meanwhile_says_nothing_more() -> None:
+    engine, events, _ = engine_with()
+    (a,) = accepted(engine, 1)
+    engine.cancel("s", a)
+    batch = engine.next_cancels()
+    assert batch is not None
+    assert engine.apply_order_record(Record(a, 100, Decimal(0), "canceled")) == "canceled"
+    engine.on_cancel_answers(batch, {100: CancelAnswer(200, None)})
+    assert [s for c, s in updates(events) if c == a] == [OrderStatus.ACCEPTED, OrderStatus.CANCELED]
+    assert engine.counters()["orders_canceled"] == 1
+
+
+def test_a_listed_order_whose_match_a_doubt_group_counted_is_not_bound_twice() -> None:
+    engine, events, _ = engine_with()
+    x, y = engine.submit("s", order()), engine.submit("s", order())
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    counted = engine.attribute(match(1, 700, "0.1"))  # x's fill, counted for the group
+    assert counted is not None and counted.candidates == (x, y)
+    before = updates(events)
+    # A list read before that fill still shows x open under order 700.
+    counts = engine.adopt("ETH-USD", [Record(x, 700, Decimal(0), "open")])
+    assert counts["adopted"] == 0
+    assert updates(events) == before  # x keeps its doubt: the group settles 700 by count
+    assert engine.unknown_count == 2
 
 
 def test_a_record_naming_another_client_id_is_no_evidence_for_an_unknown_order() -> None:

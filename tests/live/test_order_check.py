@@ -3,7 +3,7 @@
 An order cancelled behind the node's back (by a person on the same account) must not stay
 ACCEPTED in ``open_orders()``: the check lists the venue's open orders, queries the tracked
 resting order the list lacks, and the venue's record ends it. Orders that still rest are
-left alone; an UNKNOWN order found resting becomes ACCEPTED.
+left alone, and the list's records change nothing by themselves.
 """
 
 from __future__ import annotations
@@ -105,16 +105,17 @@ async def test_an_order_cancelled_behind_the_nodes_back_ends_canceled_and_others
     assert h.refusals == []
 
 
-async def test_an_unknown_order_found_resting_by_the_check_becomes_accepted() -> None:
+async def test_an_unknown_order_listed_by_the_check_keeps_its_doubt() -> None:
+    # The list is read a while ago: the check adopts nothing (the cancel by client id, the
+    # match, or the unknown window settle the doubt).
     node = Node(config())
     async with running(node):
         h, twin = hand(node), twin_of(node)
         cid = await unknown_on_twin(node, h, "1900")
-        await eventually(lambda: h.last(cid) is OrderStatus.ACCEPTED, timeout=10)
-        assert h.statuses(cid) == [OrderStatus.UNKNOWN, OrderStatus.ACCEPTED]
-        assert [o.client_order_id for o in h.open_orders()] == [cid]
-        assert h.open_orders()[0].order_id == record(twin, cid).order_id
-        assert node.engine is not None and node.engine.unknown_count == 0
+        await rounds_pass(node, 2)
+        assert h.statuses(cid) == [OrderStatus.UNKNOWN]
+        assert node.engine is not None and node.engine.unknown_count == 1
+        assert cid in book(twin)
 
 
 async def test_an_order_filled_before_its_match_is_listed_ends_filled_with_its_fill_once() -> None:
@@ -140,6 +141,26 @@ async def test_an_order_filled_before_its_match_is_listed_ends_filled_with_its_f
         assert h.statuses(cid) == [OrderStatus.ACCEPTED, OrderStatus.FILLED]
 
 
+async def test_a_round_that_cannot_read_the_list_says_so_and_the_next_one_checks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    node = Node(config())
+    async with running(node):
+        h, twin = hand(node), twin_of(node)
+        (cid,) = await resting_on_twin(node, h, ["1900"])
+        twin.faults.configure(unavailable_rate=1.0)  # every REST call: HTTP 503
+        await rounds_pass(node, 2)
+        assert any(
+            r.getMessage().startswith("open orders of ETH-USD not read") for r in caplog.records
+        )
+        assert node.engine is not None and node.engine.cancels.available  # cancels stay on
+        assert h.statuses(cid) == [OrderStatus.ACCEPTED]
+        twin.faults.clear()
+        async with person(twin) as rest:
+            await rest.cancel_order(record(twin, cid).order_id)
+        await eventually(lambda: h.last(cid) is OrderStatus.CANCELED, timeout=10)
+
+
 async def test_interval_zero_checks_only_at_start() -> None:
     node = Node(config("0"))
     async with running(node):
@@ -149,4 +170,6 @@ async def test_interval_zero_checks_only_at_start() -> None:
 def test_a_negative_interval_is_refused_naming_the_field() -> None:
     with pytest.raises(ConfigProblems) as caught:
         config("-1")
-    assert list(caught.value.problems) == ["polling.open_orders_interval_s: must be >= 0 (line 9)"]
+    assert list(caught.value.problems) == [
+        "polling.open_orders_interval_s: must be between 0 and 86400 (0: only at start) (line 9)"
+    ]
