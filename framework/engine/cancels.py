@@ -472,7 +472,7 @@ class Canceller:
             self._outcomes.settle_filled(entry, "the venue reports it filled")
             return "filled"
         if state == "open" and entry.status is UNKNOWN:
-            self._outcomes.found_open(entry, filled)
+            self._outcomes.found_open(entry)
             return "adopted"
         if entry.status is ACCEPTED and not is_resting(entry.order):
             self._ledger.retire(entry)  # it cannot rest: no state to wait for

@@ -198,12 +198,17 @@ class Outcomes:
         log.info("order %s: %s -> FILLED", entry.client_order_id, why)
         self.filled(entry)
 
-    def found_open(self, entry: LiveOrder, filled: Decimal | None) -> None:
-        """An UNKNOWN order the venue lists by its clientOrderId: ACCEPTED on that evidence."""
+    def found_open(self, entry: LiveOrder) -> None:
+        """An UNKNOWN order the venue lists by its clientOrderId: ACCEPTED on that evidence.
+
+        What the record says has filled is not added: the matches of those fills may still
+        come (the venue lists matches late) and would count them again. Its filled quantity
+        is what its matches link to it from now on; what filled before and came as external
+        matches is not counted, so the order may look less filled than it is until the venue
+        says it is done (no longer listed: queried).
+        """
         self.ledger.clear_doubt(entry)
         entry.status = ACCEPTED
-        if filled is not None and filled > entry.filled:
-            entry.filled = filled
         msg = "found resting at the venue by its clientOrderId"
         log.warning("UNKNOWN order %s %s -> ACCEPTED", entry.client_order_id, msg)
         self.counts["orders_adopted"] += 1

@@ -332,6 +332,24 @@ def test_a_listed_order_whose_match_a_doubt_group_counted_is_not_bound_twice() -
     assert engine.unknown_count == 2
 
 
+def test_an_adopted_order_counts_its_fills_by_its_matches_once() -> None:
+    engine, events, _ = engine_with()
+    coid = engine.submit("s", order())  # 0.1
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    # Listed open with half of it filled; that fill's match is listed later.
+    assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.05"), "open")])["adopted"] == 1
+    late = engine.attribute(match(1, 700, "0.05"))
+    assert late is not None and late.match.client_order_id == coid
+    assert engine.status(coid) is OrderStatus.ACCEPTED  # half of it still rests
+    assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
+    engine.attribute(match(2, 700, "0.05"))
+    assert engine.status(coid) is None  # done
+    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+
+
 def test_a_record_naming_another_client_id_is_no_evidence_for_an_unknown_order() -> None:
     engine, _events, _ = engine_with()
     engine.submit("s", order())
