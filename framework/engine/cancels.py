@@ -373,8 +373,9 @@ class Canceller:
             if answer is None:
                 self._query(entry)
                 continue
+            ended = entry.status is CANCELED or entry.status is FILLED
             if answer.code == 200:
-                if entry.client_order_id not in self._ledger.live:
+                if ended:
                     continue  # it ended meanwhile (a query's record, its fills): said already
                 if entry.order_id is None and answer.order_id is not None:
                     self._ledger.bind(entry, answer.order_id)
@@ -382,7 +383,7 @@ class Canceller:
             else:
                 self._refuse(entry.strategy, entry.client_order_id, answer.code,
                              answer.msg or f"code {answer.code}")  # fmt: skip
-                if entry.order_id is not None:  # what the order did instead: ask the venue
+                if entry.order_id is not None and not ended:  # what it did instead: ask
                     self._queries[entry.order_id] = entry
         for entry, filled in canceled:
             self._cancelled([entry], filled, "canceled at the venue")
@@ -428,6 +429,12 @@ class Canceller:
         self.available = False
         self.unavailable_reason = reason
 
+    def query(self, entry: LiveOrder) -> None:
+        """Ask the venue for an order's state (queryOrder), unless a query is on its way."""
+        order_id = entry.order_id
+        if order_id is not None and order_id not in self._asking:
+            self._queries[order_id] = entry
+
     def _query(self, entry: LiveOrder) -> None:
         if entry.order_id is None:  # nothing to ask by (queryOrder takes an orderId): say so
             self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, entry.status)
@@ -459,10 +466,6 @@ class Canceller:
         if entry.order_id is None and record.entrust_id is not None:
             if coid != entry.client_order_id:
                 return "external"  # only a record naming the intent's own id is evidence
-            if record.entrust_id in ledger.claimed:
-                # A match of that order was counted for the doubt group already: binding it
-                # here too would count its fill twice. The group settles it, by count.
-                return "open"
             ledger.bind(entry, record.entrust_id)
         filled = record.filled_quantity
         if state == "canceled":
@@ -472,8 +475,10 @@ class Canceller:
             self._outcomes.settle_filled(entry, "the venue reports it filled")
             return "filled"
         if state == "open" and entry.status is UNKNOWN:
-            self._outcomes.found_open(entry)
+            self._outcomes.found_open(entry, filled)
             return "adopted"
+        if entry.status is ACCEPTED and filled is not None:
+            self._outcomes.raise_filled(entry, filled)  # an adopted one's fills: the venue's
         if entry.status is ACCEPTED and not is_resting(entry.order):
             self._ledger.retire(entry)  # it cannot rest: no state to wait for
         return "open"

@@ -198,17 +198,18 @@ class Outcomes:
         log.info("order %s: %s -> FILLED", entry.client_order_id, why)
         self.filled(entry)
 
-    def found_open(self, entry: LiveOrder) -> None:
+    def found_open(self, entry: LiveOrder, filled: Decimal | None) -> None:
         """An UNKNOWN order the venue lists by its clientOrderId: ACCEPTED on that evidence.
 
-        What the record says has filled is not added: the matches of those fills may still
-        come (the venue lists matches late) and would count them again. Its filled quantity
-        is what its matches link to it from now on; what filled before and came as external
-        matches is not counted, so the order may look less filled than it is until the venue
-        says it is done (no longer listed: queried).
+        Its filled quantity is the record's, and stays the venue's records' (``adopted``):
+        the matches of those fills may still come (the venue lists matches late), so a match
+        of it has it queried rather than added (see FillLinker).
         """
         self.ledger.clear_doubt(entry)
         entry.status = ACCEPTED
+        entry.adopted = True
+        if filled is not None:
+            self.raise_filled(entry, filled)
         msg = "found resting at the venue by its clientOrderId"
         log.warning("UNKNOWN order %s %s -> ACCEPTED", entry.client_order_id, msg)
         self.counts["orders_adopted"] += 1
@@ -219,6 +220,18 @@ class Outcomes:
             entry.intent,
         )  # fmt: skip
         self.emit([row], [event])
+
+    def raise_filled(self, entry: LiveOrder, filled: Decimal) -> None:
+        """The venue's record of the order says more has filled than is known: its word."""
+        grown = min(filled, entry.order.quantity) - entry.filled
+        if grown <= 0:
+            return
+        if entry.booked:
+            self.risk.release(entry.order.pair_name, grown, entry.price)
+        entry.filled += grown
+        if self._journal is not None:
+            self._journal.set_filled(entry.client_order_id, entry.filled)
+            self.dirty = True
 
     def lost(self, expired: list[LiveOrder], window_s: float) -> None:
         """LOST: no answer and no evidence within the window; said loudly."""

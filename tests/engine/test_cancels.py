@@ -315,39 +315,45 @@ def test_a_cancel_answer_for_an_order_that_ended_meanwhile_says_nothing_more() -
     assert engine.counters()["orders_canceled"] == 1
 
 
-def test_a_listed_order_whose_match_a_doubt_group_counted_is_not_bound_twice() -> None:
-    engine, events, _ = engine_with()
-    x, y = engine.submit("s", order()), engine.submit("s", order())
+def unknown(engine: ExecutionEngine) -> str:
+    """Submit one intent (0.1 long at 2000) and answer HTTP 500: UNKNOWN."""
+    coid = engine.submit("s", order())
     batch = engine.next_batch()
     assert batch is not None
     engine.begin_send(batch)
     engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
-    counted = engine.attribute(match(1, 700, "0.1"))  # x's fill, counted for the group
-    assert counted is not None and counted.candidates == (x, y)
-    before = updates(events)
-    # A list read before that fill still shows x open under order 700.
-    counts = engine.adopt("ETH-USD", [Record(x, 700, Decimal(0), "open")])
-    assert counts["adopted"] == 0
-    assert updates(events) == before  # x keeps its doubt: the group settles 700 by count
-    assert engine.unknown_count == 2
+    return coid
 
 
-def test_an_adopted_order_counts_its_fills_by_its_matches_once() -> None:
+def test_an_adopted_order_takes_its_fills_from_the_venues_records_never_twice() -> None:
     engine, events, _ = engine_with()
-    coid = engine.submit("s", order())  # 0.1
-    batch = engine.next_batch()
-    assert batch is not None
-    engine.begin_send(batch)
-    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    coid = unknown(engine)
     # Listed open with half of it filled; that fill's match is listed later.
     assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.05"), "open")])["adopted"] == 1
-    late = engine.attribute(match(1, 700, "0.05"))
-    assert late is not None and late.match.client_order_id == coid
-    assert engine.status(coid) is OrderStatus.ACCEPTED  # half of it still rests
     assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
+    late = engine.attribute(match(1, 700, "0.05"))
+    assert late is not None and late.match.client_order_id == coid  # linked, not added
+    assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
+    assert engine.cancels.take_queries() == [700]  # asked instead
+    engine.apply_order_record(Record(coid, 700, Decimal("0.05"), "open"))
+    assert engine.status(coid) is OrderStatus.ACCEPTED  # half of it still rests
     engine.attribute(match(2, 700, "0.05"))
-    assert engine.status(coid) is None  # done
+    assert engine.cancels.take_queries() == [700]
+    assert engine.apply_order_record(Record(coid, 700, Decimal("0.1"), "filled")) == "filled"
     assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+
+
+def test_an_adopted_order_whose_first_fill_came_as_external_still_ends_filled() -> None:
+    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    coid = unknown(engine)
+    first = engine.attribute(match(1, 700, "0.05"))  # agrees with no intent: external
+    assert first is not None and first.external
+    engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.05"), "open")])
+    engine.attribute(match(2, 700, "0.05"))
+    assert engine.cancels.take_queries() == [700]
+    engine.apply_order_record(Record(coid, 700, Decimal("0.1"), "filled"))
+    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+    assert engine.open_quantity("ETH-USD") == 0
 
 
 def test_a_record_naming_another_client_id_is_no_evidence_for_an_unknown_order() -> None:

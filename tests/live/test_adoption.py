@@ -23,7 +23,10 @@ import orjson
 import pytest
 
 from framework import OrderIntent, OrderStatus
-from framework.config import Config
+from framework.config import Config, ExecutionSettings
+from framework.engine.client_ids import ClientIdGenerator
+from framework.engine.clock import VirtualClock
+from framework.engine.execution import ExecutionEngine
 from framework.live.journal import Journal
 from framework.live.node import Node
 from framework.live.rest import RestClient
@@ -31,9 +34,13 @@ from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.order_index import OrderRecord
 from framework.twin.server import VenueTwin
 from framework.twin.settings import PriceSettings, TwinSettings
+from framework.venue.errors import ServerFault
 from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.signing import make_signer
 from strategies.ladder import Ladder
+from tests.engine.test_cancels import Record, updates
+from tests.engine.test_execution import match
+from tests.engine.test_risk import RULES, START_MS, order
 from tests.live.test_cancels import Hand, venue_config
 from tests.node_running import running
 from tests.waiting import eventually
@@ -172,6 +179,48 @@ def ladder_config(twin: VenueTwin, journal: Path, levels: int) -> Config:
               reference_price: "2000"}}
 """
     return venue_config(twin, journal, node="lg", strategies=ladder)
+
+
+def test_a_match_a_doubt_group_counted_before_a_restart_is_the_adopted_orders_then(
+    tmp_path: Path,
+) -> None:
+    # Run 1: x and y look alike and are in doubt; the match of order 700 is counted for
+    # their group. Restart: the venue's list names x (order 700) resting, so x is adopted;
+    # the kept match, decided again by recovery, is x's now: not counted for y as well.
+    path = str(tmp_path / "journal.sqlite")
+
+    def engine(journal: Journal, events: list[Any]) -> ExecutionEngine:
+        return ExecutionEngine(
+            ExecutionSettings(calls_per_second=1000.0),
+            rules={"ETH-USD": RULES},
+            publish=events.append,
+            now_ms=VirtualClock(START_MS).now_ms,
+            ids=ClientIdGenerator("n", journal),
+            journal=journal,
+        )
+
+    journal = Journal.open(path)
+    first = engine(journal, [])
+    x, y = first.submit("s", order()), first.submit("s", order())
+    batch = first.next_batch()
+    assert batch is not None
+    first.begin_send(batch)
+    first.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    counted = first.attribute(match(1, 700, "0.1"))
+    assert counted is not None and counted.candidates == (x, y)
+    first.flush()
+    journal.close()
+
+    journal = Journal.open(path)
+    events: list[Any] = []
+    second = engine(journal, events)
+    second.restore()
+    assert second.adopt("ETH-USD", [Record(x, 700, Decimal(0), "open")])["adopted"] == 1
+    second.recover()
+    assert second.status(x) is OrderStatus.ACCEPTED
+    assert second.status(y) is OrderStatus.UNKNOWN  # still in doubt: no fill counted for it
+    assert [u for u in updates(events) if u[1] is OrderStatus.AMBIGUOUS] == []
+    journal.close()
 
 
 async def test_a_restarted_ladder_forgets_what_was_cancelled_or_filled_while_it_was_down(

@@ -119,21 +119,22 @@ async def test_an_unknown_order_listed_by_the_check_keeps_its_doubt() -> None:
 
 
 async def test_an_order_filled_before_its_match_is_listed_ends_filled_with_its_fill_once() -> None:
-    # The twin lists matches 2 s late: the check finds the filled order missing from the open
-    # orders first, the query's record says FILLED; the match, listed later, is linked to it.
+    # The twin lists matches 5 s late: the check finds the filled order missing from the open
+    # orders first (a round every 0.2 s), the query's record says FILLED; the match, listed
+    # later, is linked to it.
     node = Node(config())
     async with running(node):
         h, twin = hand(node), twin_of(node)
         (cid,) = await resting_on_twin(node, h, ["1999"])
         await rounds_pass(node, 2)  # a round that began before it rested has ended
         queried = check_of(node).queried
-        twin.faults.configure(match_delay_min_s=2.0, match_delay_max_s=2.0)
+        twin.faults.configure(match_delay_min_s=5.0, match_delay_max_s=5.0)
         twin.set_mark("ETH-USD", "1998.5")  # the bid is crossed: the twin fills it
         await eventually(lambda: h.last(cid) is OrderStatus.FILLED, timeout=10)
         assert h.matches == []  # the check, not the match, told it
         assert check_of(node).queried == queried + 1
         assert h.open_orders() == []
-        await eventually(lambda: len(h.matches) == 1, timeout=10)
+        await eventually(lambda: len(h.matches) == 1, timeout=15)
         assert h.matches[0].client_order_id == cid
         assert h.matches[0].entrust_id == record(twin, cid).order_id
         await rounds_pass(node, 2)
@@ -153,7 +154,7 @@ async def test_a_round_that_cannot_read_the_list_says_so_and_the_next_one_checks
         assert any(
             r.getMessage().startswith("open orders of ETH-USD not read") for r in caplog.records
         )
-        assert node.engine is not None and node.engine.cancels.available  # cancels stay on
+        assert node.engine is not None and node.engine.cancels.available
         assert h.statuses(cid) == [OrderStatus.ACCEPTED]
         twin.faults.clear()
         async with person(twin) as rest:
