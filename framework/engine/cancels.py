@@ -477,8 +477,11 @@ class Canceller:
         if state == "open" and entry.status is UNKNOWN:
             self._outcomes.found_open(entry, filled)
             return "adopted"
-        if entry.status is ACCEPTED and filled is not None:
-            self._outcomes.raise_filled(entry, filled)  # an adopted one's fills: the venue's
+        if entry.adopted and entry.status is ACCEPTED and filled is not None:
+            # An adopted order's fills are the venue's records'. Any other order's are its
+            # matches': a record counting a fill whose match is still to come would count
+            # it twice.
+            self._outcomes.raise_filled(entry, filled)
         if entry.status is ACCEPTED and not is_resting(entry.order):
             self._ledger.retire(entry)  # it cannot rest: no state to wait for
         return "open"

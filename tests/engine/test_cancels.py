@@ -343,6 +343,21 @@ def test_an_adopted_order_takes_its_fills_from_the_venues_records_never_twice() 
     assert updates(events)[-1] == (coid, OrderStatus.FILLED)
 
 
+def test_a_query_record_of_an_order_placed_by_this_run_adds_nothing_to_its_matches() -> None:
+    engine, _events, _ = engine_with()
+    (a,) = accepted(engine, 1)  # 0.1, order 100
+    engine.cancel("s", a)
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_answers(batch, {100: CancelAnswer(2341, "Order is already completed")})
+    assert engine.cancels.take_queries() == [100]
+    # Its record says half filled; that fill's match is listed later and is what counts.
+    engine.apply_order_record(Record(a, 100, Decimal("0.05"), "open"))
+    engine.attribute(match(1, 100, "0.05"))
+    assert engine.status(a) is OrderStatus.ACCEPTED
+    assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
+
+
 def test_an_adopted_order_whose_first_fill_came_as_external_still_ends_filled() -> None:
     engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
     coid = unknown(engine)
