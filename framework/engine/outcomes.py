@@ -127,9 +127,11 @@ class Outcomes:
             )
 
     def unbook(self, e: LiveOrder) -> None:
-        """Give back what the risk gate booked for e's order."""
+        """Give back what the risk gate still holds for e's order (its fills gave back theirs)."""
         if e.booked:
-            self.risk.release(e.order.pair_name, e.order.quantity, e.price)
+            left = e.order.quantity - e.filled
+            if left > 0:
+                self.risk.release(e.order.pair_name, left, e.price)
             e.booked = False
 
     def reject(
@@ -175,11 +177,11 @@ class Outcomes:
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
         for e in entries:
+            self.unbook(e)  # before the answer's filled: what it adds was booked too
             if filled is not None and filled > e.filled:
                 e.filled = filled
                 if self._journal is not None:
                     self._journal.set_filled(e.client_order_id, filled)
-            self.unbook(e)
             e.status = CANCELED
             self.ledger.drop(e)
             msg = f"{why}; filled {e.filled} of {e.order.quantity}"

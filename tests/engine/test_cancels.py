@@ -343,6 +343,18 @@ def test_an_adopted_order_takes_its_fills_from_the_venues_records_never_twice() 
     assert updates(events)[-1] == (coid, OrderStatus.FILLED)
 
 
+def test_a_partly_filled_order_cancelled_gives_back_only_what_still_rested() -> None:
+    engine, _events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    (a, _b) = accepted(engine, 2)  # 0.1 each: 0.2 open
+    engine.attribute(match(1, 100, "0.04"))
+    assert engine.open_quantity("ETH-USD") == Decimal("0.16")
+    engine.cancel("s", a)
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_answers(batch, {100: CancelAnswer(200, filled=Decimal("0.05"))})
+    assert engine.open_quantity("ETH-USD") == Decimal("0.1")  # b's, untouched
+
+
 def test_a_query_record_of_an_order_placed_by_this_run_adds_nothing_to_its_matches() -> None:
     engine, _events, _ = engine_with()
     (a,) = accepted(engine, 1)  # 0.1, order 100
