@@ -429,12 +429,6 @@ class Canceller:
         self.available = False
         self.unavailable_reason = reason
 
-    def query(self, entry: LiveOrder) -> None:
-        """Ask the venue for an order's state (queryOrder), unless a query is on its way."""
-        order_id = entry.order_id
-        if order_id is not None and order_id not in self._asking:
-            self._queries[order_id] = entry
-
     def _query(self, entry: LiveOrder) -> None:
         if entry.order_id is None:  # nothing to ask by (queryOrder takes an orderId): say so
             self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, entry.status)
@@ -477,11 +471,6 @@ class Canceller:
         if state == "open" and entry.status is UNKNOWN:
             self._outcomes.found_open(entry, filled)
             return "adopted"
-        if entry.adopted and entry.status is ACCEPTED and filled is not None:
-            # An adopted order's fills are the venue's records'. Any other order's are its
-            # matches': a record counting a fill whose match is still to come would count
-            # it twice.
-            self._outcomes.raise_filled(entry, filled)
         if entry.status is ACCEPTED and not is_resting(entry.order):
             self._ledger.retire(entry)  # it cannot rest: no state to wait for
         return "open"

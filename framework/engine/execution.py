@@ -122,9 +122,7 @@ class ExecutionEngine:
         self._outcomes = outcomes = Outcomes(
             ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms
         )
-        self._fills = FillLinker(
-            outcomes, journal=journal, node=ids.node, publish=publish, ask=self._ask_venue
-        )
+        self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
         self.attribute: Callable[[MatchRecord], MatchFilled | None] = self._fills.attribute
         """attribute(match): link a match to its intent by orderId == entrustId, resolving
         UNKNOWN by evidence (the linker's, bound straight: a runtime calls it per match).
@@ -458,10 +456,6 @@ class ExecutionEngine:
         counts = self.cancels.adopt(pair, records)
         self.flush()
         return counts
-
-    def _ask_venue(self, entry: LiveOrder) -> None:
-        self.cancels.query(entry)
-        self._ready()
 
     def check_open_orders(self, pair: str, records: list[VenueOrder]) -> dict[str, int]:
         """A later open-order list of pair (Canceller.check): the orders it lacks are queried."""

@@ -10,10 +10,6 @@ A match carries the venue's orderId (``entrustId``), never a clientOrderId. The
   (``candidates`` on the match), which is settled by count (see
   :class:`~framework.engine.reconcile.Ledger`).
 
-An order adopted from the venue's open-order list at start has the filled quantity of the
-venue's records: its matches are linked to it, and each has it queried rather than added (the
-list's record may have counted that fill already).
-
 Anything else is external. A match seen while a batch is in flight, whose order nobody named
 yet, is held (the answer may name it) and decided once the batches in flight then have been
 answered. Held matches and counted ones are kept in the journal, written by the commit that
@@ -44,7 +40,7 @@ log = logging.getLogger("framework.execution")
 class FillLinker:
     """Decides which intent (or doubt group) each match fills; see the module docstring."""
 
-    __slots__ = ("_ask", "_journal", "_node", "_publish", "early", "outcomes")
+    __slots__ = ("_journal", "_node", "_publish", "early", "outcomes")
 
     def __init__(
         self,
@@ -53,14 +49,12 @@ class FillLinker:
         journal: JournalProtocol | None,
         node: str,
         publish: Callable[[Event], None],
-        ask: Callable[[LiveOrder], None] | None = None,
     ) -> None:
         self.outcomes = outcomes
         self.early = EarlyMatches()
         self._journal = journal
         self._node = node
         self._publish = publish
-        self._ask = ask  # queries an order (queryOrder): an adopted order's fills are its records'
 
     def attribute(self, match: MatchRecord) -> MatchFilled | None:
         """The MatchFilled of a match (the caller publishes it), or None when it is held."""
@@ -136,7 +130,8 @@ class FillLinker:
             return
         if order_id is not None and order_id in ledger.by_order_id:
             # The order was adopted at this start (the venue's list named it by its client
-            # order id): the match is its, and its fill is in the record's filled quantity.
+            # order id): the match is its, and its fill is in the record's filled quantity
+            # (it filled before the list was read). Not counted for the group as well.
             self._unkeep(match)
             return
         group = ledger.claimed.get(order_id) if order_id is not None else None
@@ -172,10 +167,6 @@ class FillLinker:
         return MatchFilled(linked, entry.strategy, False)
 
     def _fill(self, entry: LiveOrder, match: MatchRecord) -> None:
-        if entry.adopted:  # the match may be one its record counted: ask the venue instead
-            if self._ask is not None:
-                self._ask(entry)
-            return
         quantity = match.quantity or Decimal(0)
         outcomes = self.outcomes
         if entry.booked:

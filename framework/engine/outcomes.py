@@ -203,13 +203,11 @@ class Outcomes:
     def found_open(self, entry: LiveOrder, filled: Decimal | None) -> None:
         """An UNKNOWN order the venue lists by its clientOrderId: ACCEPTED on that evidence.
 
-        Its filled quantity is the record's, and stays the venue's records' (``adopted``):
-        the matches of those fills may still come (the venue lists matches late), so a match
-        of it has it queried rather than added (see FillLinker).
+        What its record says has filled is taken (those fills' matches came, if they came,
+        as external: its order id was unknown then); later matches add to it.
         """
         self.ledger.clear_doubt(entry)
         entry.status = ACCEPTED
-        entry.adopted = True
         if filled is not None:
             self.raise_filled(entry, filled)
         msg = "found resting at the venue by its clientOrderId"
@@ -224,7 +222,8 @@ class Outcomes:
         self.emit([row], [event])
 
     def raise_filled(self, entry: LiveOrder, filled: Decimal) -> None:
-        """The venue's record of the order says more has filled than is known: its word."""
+        """The venue's record of the order says more has filled than is known: its word
+        (what the risk gate held for that part is given back)."""
         grown = min(filled, entry.order.quantity) - entry.filled
         if grown <= 0:
             return

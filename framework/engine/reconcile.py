@@ -77,9 +77,6 @@ class LiveOrder:
     order_id: int | None = None
     filled: Decimal = Decimal(0)
     unknown_since_ms: int = 0
-    adopted: bool = False
-    """Found resting by the venue's list at start: its filled quantity is the venue's records'
-    (a match may be one the list's record counted already: it makes the order be queried)."""
 
 
 @attrs.define(slots=True, eq=False)

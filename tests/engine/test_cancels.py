@@ -325,22 +325,18 @@ def unknown(engine: ExecutionEngine) -> str:
     return coid
 
 
-def test_an_adopted_order_takes_its_fills_from_the_venues_records_never_twice() -> None:
-    engine, events, _ = engine_with()
-    coid = unknown(engine)
-    # Listed open with half of it filled; that fill's match is listed later.
+def test_an_adopted_order_starts_from_its_records_fill_and_its_new_matches_add() -> None:
+    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    coid = unknown(engine)  # 0.1
+    first = engine.attribute(match(1, 700, "0.05"))  # agrees with no intent: external
+    assert first is not None and first.external
     assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.05"), "open")])["adopted"] == 1
     assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
-    late = engine.attribute(match(1, 700, "0.05"))
-    assert late is not None and late.match.client_order_id == coid  # linked, not added
-    assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
-    assert engine.cancels.take_queries() == [700]  # asked instead
-    engine.apply_order_record(Record(coid, 700, Decimal("0.05"), "open"))
-    assert engine.status(coid) is OrderStatus.ACCEPTED  # half of it still rests
-    engine.attribute(match(2, 700, "0.05"))
-    assert engine.cancels.take_queries() == [700]
-    assert engine.apply_order_record(Record(coid, 700, Decimal("0.1"), "filled")) == "filled"
+    assert engine.open_quantity("ETH-USD") == Decimal("0.05")  # what still rests
+    last = engine.attribute(match(2, 700, "0.05"))
+    assert last is not None and last.match.client_order_id == coid
     assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+    assert engine.open_quantity("ETH-USD") == 0
 
 
 def test_a_partly_filled_order_cancelled_gives_back_only_what_still_rested() -> None:
@@ -368,19 +364,6 @@ def test_a_query_record_of_an_order_placed_by_this_run_adds_nothing_to_its_match
     engine.attribute(match(1, 100, "0.05"))
     assert engine.status(a) is OrderStatus.ACCEPTED
     assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
-
-
-def test_an_adopted_order_whose_first_fill_came_as_external_still_ends_filled() -> None:
-    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
-    coid = unknown(engine)
-    first = engine.attribute(match(1, 700, "0.05"))  # agrees with no intent: external
-    assert first is not None and first.external
-    engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.05"), "open")])
-    engine.attribute(match(2, 700, "0.05"))
-    assert engine.cancels.take_queries() == [700]
-    engine.apply_order_record(Record(coid, 700, Decimal("0.1"), "filled"))
-    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
-    assert engine.open_quantity("ETH-USD") == 0
 
 
 def test_a_record_naming_another_client_id_is_no_evidence_for_an_unknown_order() -> None:
