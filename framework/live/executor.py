@@ -236,7 +236,8 @@ class LiveExecutor:
         try:
             record = await self.rest.query_order(order_id)
         except ExtensionUnavailable as exc:
-            engine.cancels.turn_off(str(exc))
+            # Only queryOrder is missing (or answered something unreadable): the order keeps
+            # the state the engine knows. Cancels go on: a cancel call's own 404 turns them off.
             engine.cancels.query_failed(order_id, str(exc))
         except Exception as exc:
             engine.cancels.query_failed(order_id, f"{type(exc).__name__}: {exc}")

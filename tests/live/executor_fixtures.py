@@ -20,6 +20,7 @@ from framework.live.wallclock import WallClock
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
 from framework.twin.settings import PriceSettings, TwinSettings
+from framework.venue.requests import OrderManagementPaths
 from framework.venue.rules import PairRules
 from framework.venue.signing import make_signer
 
@@ -81,11 +82,14 @@ async def trading(
     after_commit: AfterCommit | None = None,
     timeout: float = 5.0,
     base_url: str | None = None,
+    order_paths: OrderManagementPaths | None = None,
 ) -> AsyncIterator[Session]:
     """Run an engine + LiveExecutor on the twin's demo account for the body's duration."""
     signer = make_signer(2, DEMO_PRIVATE_KEY)
     url = base_url or twin.base_url
-    async with RestClient(url, DEMO_API_KEY, signer, observer=observer, timeout=timeout) as rest:
+    async with RestClient(
+        url, DEMO_API_KEY, signer, observer=observer, timeout=timeout, order_paths=order_paths
+    ) as rest:
         events: list[Event] = []
         engine, executor = build_execution(
             settings,

@@ -14,6 +14,7 @@ from framework.engine.execution import Batch
 from framework.engine.intents import OrderStatus
 from framework.live.journal import Journal
 from framework.twin.server import VenueTwin
+from framework.venue.requests import OrderManagementPaths
 from tests.live.conftest import Eventually
 from tests.live.executor_fixtures import (
     FAST,
@@ -228,3 +229,19 @@ async def test_submits_of_one_call_stack_go_as_one_batch_with_one_commit(
         assert twin.counters.batch_calls == 1 and accepted_ids(twin) == set(ids)
     assert seen["cut"] == [None] * 5  # before the batch's commit: nothing of it is durable
     assert seen["sent"] == [(OrderStatus.PENDING, True)] * 5  # rows and mark: one commit
+
+
+async def test_a_query_the_venue_answers_404_leaves_the_order_as_known_and_cancels_on(
+    eventually: Eventually, caplog: pytest.LogCaptureFixture
+) -> None:
+    # queryOrder at a path the twin does not serve (HTTP 404); cancels at the real ones.
+    paths = attrs.evolve(OrderManagementPaths(), query_order="/api/third/order/noSuchQuery")
+    async with VenueTwin(settings=twin_settings()) as twin, trading(twin, order_paths=paths) as s:
+        cid = s.engine.submit("s", resting_buy())
+        await eventually(lambda: s.final().get(cid) is OrderStatus.ACCEPTED)
+        assert s.engine.check_open_orders("ETH-USD", [])["missing"] == 1  # the list lacks it
+        await eventually(lambda: any("query failed" in r.getMessage() for r in caplog.records))
+        assert s.engine.cancels.available
+        assert s.final()[cid] is OrderStatus.ACCEPTED
+        assert s.engine.cancel("s", cid)
+        await eventually(lambda: s.final()[cid] is OrderStatus.CANCELED)
