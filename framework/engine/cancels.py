@@ -528,6 +528,7 @@ class Canceller:
                 continue
             missing += 1
             self._queries[order_id] = entry
+        self._outcomes.counts["orders_missing"] += missing
         return {"listed": listed, "missing": missing}
 
     def _cancelled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:

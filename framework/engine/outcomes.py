@@ -44,6 +44,7 @@ COUNTER_NAMES: Final = (
     "cancels_sent",
     "cancels_rejected",
     "orders_adopted",
+    "orders_missing",
 )
 """Every counter ``ExecutionEngine.counters()`` reports."""
 

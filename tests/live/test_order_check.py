@@ -94,6 +94,7 @@ async def test_an_order_cancelled_behind_the_nodes_back_ends_canceled_and_others
         assert h.statuses(gone) == [OrderStatus.ACCEPTED, OrderStatus.CANCELED]
         assert [o.client_order_id for o in h.open_orders()] == [stays]
         assert check_of(node).queried == queried + 1
+        assert node.summary()["orders_missing"] == check_of(node).queried
         assert queries.count(QUERY_ORDER_PATH) == 1  # the order the list lacked, and only it
         # Later rounds find the other order resting: it is never queried nor changed.
         await rounds_pass(node, 2)
