@@ -211,7 +211,7 @@ class Canceller:
                 strategy, client_order_id, NOT_OWNER, client_order_id, entry.strategy
             )
         coid = client_order_id
-        if coid in self._queued or coid in self._inflight or coid in self._after_answer:
+        if self._cancelling(coid):
             return True  # asked already
         status = entry.status
         if status is PENDING and self._unqueue(entry):  # never sent: nothing reached the venue
@@ -259,6 +259,11 @@ class Canceller:
             return
         if entry.status is ACCEPTED or entry.status is UNKNOWN:
             self._queued[entry.client_order_id] = entry
+
+    def _cancelling(self, client_order_id: str) -> bool:
+        """True when a cancel of the order is queued, in flight, or waits for its create."""
+        coid = client_order_id
+        return coid in self._queued or coid in self._inflight or coid in self._after_answer
 
     @property
     def busy(self) -> bool:
@@ -518,12 +523,11 @@ class Canceller:
             if record.entrust_id is not None:
                 by_id.add(record.entrust_id)
         missing = 0
-        busy = (self._queued, self._inflight, self._after_answer)
         for entry in list(self._ledger.live.values()):
             coid, order_id = entry.client_order_id, entry.order_id
             if (entry.order.pair_name != pair or entry.status is not ACCEPTED or order_id is None
                     or not is_resting(entry.order) or coid in by_client or order_id in by_id
-                    or any(coid in b for b in busy)
+                    or self._cancelling(coid)
                     or order_id in self._queries or order_id in self._asking):  # fmt: skip
                 continue
             missing += 1

@@ -124,17 +124,9 @@ class ExecutionEngine:
         )
         self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
         self.attribute: Callable[[MatchRecord], MatchFilled | None] = self._fills.attribute
-        """attribute(match): link a match to its intent by orderId == entrustId, resolving
-        UNKNOWN by evidence (the linker's, bound straight: a runtime calls it per match).
-
-        A match of a known order carries its client_order_id and is addressed to its
-        strategy. One whose entrustId belongs to no known order resolves an UNKNOWN intent
-        only when that intent is the one in doubt that agrees in pair, side and quantity;
-        with several such intents it is counted for their group (``candidates`` set, no
-        client_order_id). Any other match is external. The caller publishes the MatchFilled
-        returned. None: the match names no known order while a batch is in flight (its
-        answer may name it); the engine holds it and publishes its MatchFilled itself later.
-        See :mod:`framework.engine.fills`."""
+        """attribute(match): the MatchFilled of a match, linked by the evidence rules of
+        :mod:`framework.engine.fills` (the caller publishes it); None when it is held until
+        an answer names its order. The linker's own, bound here: a runtime calls it per match."""
         self.cancels = Canceller(
             ledger=ledger,
             outcomes=outcomes,

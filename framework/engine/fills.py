@@ -96,9 +96,6 @@ class FillLinker:
             return MatchFilled(match, strategy, False, candidates)
         group = ledger.claimed.get(order_id)
         if group is None:
-            if not ledger.groups:  # nothing in doubt (the usual case): external
-                counts["matches_external"] += 1
-                return MatchFilled(match, None, True)
             group = ledger.group_for(match)
             if group is None:
                 return self._external(match)
