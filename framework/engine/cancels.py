@@ -435,6 +435,8 @@ class Canceller:
         self.unavailable_reason = reason
 
     def _query(self, entry: LiveOrder) -> None:
+        if entry.status is CANCELED or entry.status is FILLED:
+            return  # it ended meanwhile: a record cannot change that
         if entry.order_id is None:  # nothing to ask by (queryOrder takes an orderId): say so
             self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, entry.status)
             return
