@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from framework.engine.cancels import OpenOrder
 from framework.engine.events import (
-    AccountChanged,
     BalanceSynced,
     CancelRejected,
     ConnectionChanged,
     Event,
     MatchFilled,
     OrderUpdate,
-    PositionChanged,
     PositionsSynced,
     Started,
     Stopping,
@@ -41,7 +39,6 @@ from framework.venue.models import (
 
 __all__ = [
     "AccountBalance",
-    "AccountChanged",
     "AccountPush",
     "Balance",
     "BalanceSynced",
@@ -59,7 +56,6 @@ __all__ = [
     "OrderUpdate",
     "Portfolio",
     "Position",
-    "PositionChanged",
     "PositionPush",
     "PositionState",
     "PositionType",

@@ -131,10 +131,12 @@ class Bus:
 
     def _failed(self, handler: Handler, owner: str | None, event: object, exc: Exception) -> None:
         self.handler_errors += 1
-        name = getattr(handler, "__qualname__", repr(handler))
         if owner is None:
+            name = getattr(handler, "__qualname__", repr(handler))
             self._log.error("handler %s failed on %s", name, type(event).__name__, exc_info=exc)
             return
+        # A strategy's handler is its hook (a bound method, or a closure named after it).
+        name = getattr(handler, "__name__", repr(handler))
         count = self._failures.get(owner, 0) + 1
         self._failures[owner] = count
         # One line a trader reads; the traceback only when logging is at DEBUG.

@@ -1,7 +1,10 @@
 """What travels on the event bus; names are past tense, every event is a frozen record.
 
-Inbound events wrap the decoded venue records, so strategy hooks receive the snake_case
-fields of SPEC sections 2 and 6. ``strategy`` on an event addresses it to one strategy by
+A push travels as the record it decodes to (:class:`~framework.venue.models.PositionPush`,
+:class:`~framework.venue.models.AccountPush`: no wrapper event, one object less per push and
+a strategy's hook subscribed as it is); other inbound events wrap the decoded venue records,
+so strategy hooks receive the snake_case fields of SPEC sections 2 and 6. An AccountPush is
+published only when it is newer than any seen for its coin (logId). ``strategy`` on an event addresses it to one strategy by
 name; ``None`` means every strategy.
 
 Events are frozen msgspec Structs: one is made per push, and a Struct is made in C (about
@@ -20,31 +23,17 @@ from framework.engine.intents import OrderIntent, OrderStatus
 from framework.venue.models import AccountBalance, AccountPush, MatchRecord, Position, PositionPush
 
 __all__ = [
-    "AccountChanged",
     "BalanceSynced",
     "CancelRejected",
     "ConnectionChanged",
     "Event",
     "MatchFilled",
     "OrderUpdate",
-    "PositionChanged",
     "PositionsSynced",
     "Started",
     "Stopping",
     "Timer",
 ]
-
-
-class PositionChanged(msgspec.Struct, frozen=True, gc=False):
-    """An api_position push reached the framework."""
-
-    push: PositionPush
-
-
-class AccountChanged(msgspec.Struct, frozen=True, gc=False):
-    """An api_account push newer than any seen for its coin reached the framework."""
-
-    push: AccountPush
 
 
 class PositionsSynced(msgspec.Struct, frozen=True, gc=False):
@@ -139,8 +128,8 @@ class Stopping(msgspec.Struct, frozen=True, gc=False):
 
 
 Event = (
-    PositionChanged
-    | AccountChanged
+    PositionPush
+    | AccountPush
     | PositionsSynced
     | BalanceSynced
     | MatchFilled

@@ -25,7 +25,7 @@ from typing import Final
 
 import attrs
 
-from framework.engine.events import AccountChanged, Event, PositionChanged
+from framework.engine.events import Event
 from framework.venue.models import (
     AccountBalance,
     AccountPush,
@@ -319,11 +319,11 @@ def push_routes(
 
     def on_position(push: PositionPush) -> None:
         apply_position(push)
-        publish(PositionChanged(push))
+        publish(push)
 
     def on_account(push: AccountPush) -> None:
         if apply_account(push):
-            publish(AccountChanged(push))
+            publish(push)
 
     return on_position, on_account
 

@@ -27,11 +27,9 @@ from framework.engine.bus import Bus
 from framework.engine.cancels import OpenOrder
 from framework.engine.clock import Clock
 from framework.engine.events import (
-    AccountChanged,
     CancelRejected,
     MatchFilled,
     OrderUpdate,
-    PositionChanged,
     Started,
     Stopping,
     Timer,
@@ -301,28 +299,18 @@ def attach(bus: Bus, strategy: Strategy) -> None:
 
     if _overrides(strategy, "on_position"):
         on_position = strategy.on_position
-        if pairs is None:
-
-            def position_all(e: PositionChanged) -> None:
-                on_position(e.push)
-
-            bus.subscribe(PositionChanged, _hook(position_all, "on_position"), owner=name)
+        if pairs is None:  # the hook itself: a push is its own event
+            bus.subscribe(PositionPush, on_position, owner=name)
         else:
 
-            def position_some(e: PositionChanged) -> None:
-                push = e.push
+            def position_some(push: PositionPush) -> None:
                 if push.symbol in pairs:
                     on_position(push)
 
-            bus.subscribe(PositionChanged, _hook(position_some, "on_position"), owner=name)
+            bus.subscribe(PositionPush, _hook(position_some, "on_position"), owner=name)
 
     if _overrides(strategy, "on_account"):
-        on_account = strategy.on_account
-
-        def account(e: AccountChanged) -> None:
-            on_account(e.push)
-
-        bus.subscribe(AccountChanged, _hook(account, "on_account"), owner=name)
+        bus.subscribe(AccountPush, strategy.on_account, owner=name)
 
     if _overrides(strategy, "on_match"):
         on_match = strategy.on_match

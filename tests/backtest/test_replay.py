@@ -12,11 +12,11 @@ from framework.backtest.replay import Replayer
 from framework.backtest.timeline import PRICES, SAMPLES, Timeline
 from framework.engine.bus import Bus
 from framework.engine.clock import VirtualClock
-from framework.engine.events import AccountChanged, MatchFilled, PositionChanged
+from framework.engine.events import MatchFilled
 from framework.engine.portfolio import Portfolio, push_routes
 from framework.live.recorder import RecordingWriter
 from framework.twin import wire
-from framework.venue.models import MatchRecord
+from framework.venue.models import AccountPush, MatchRecord, PositionPush
 from framework.venue.requests import BALANCE_PATH, MATCHES_PATH
 from tests.venue.frames import account_frame, position_frame
 
@@ -48,7 +48,7 @@ class Harness:
         self.bus = Bus()
         self.portfolio = Portfolio()
         self.seen: list[tuple[int, object]] = []
-        for kind in (PositionChanged, AccountChanged, MatchFilled):
+        for kind in (PositionPush, AccountPush, MatchFilled):
             self.bus.subscribe(kind, lambda e: self.seen.append((self.clock.ms, e)))
         self.replayer = Replayer(
             clock=self.clock,
@@ -70,8 +70,8 @@ def test_pushes_reach_the_portfolio_and_bus_at_their_record_time(tmp_path: Path)
     h = Harness()
     h.run(path)
     assert [(t, type(e).__name__) for t, e in h.seen] == [
-        (100, "PositionChanged"),
-        (250, "AccountChanged"),
+        (100, "PositionPush"),
+        (250, "AccountPush"),
     ]
     assert str(h.portfolio.net_quantity("ETH-USD")) == "0.5"
     assert str(h.portfolio.available("USD")) == "99"
@@ -86,7 +86,7 @@ def test_timers_fire_between_records_in_time_order(tmp_path: Path) -> None:
     h = Harness()
     fired: list[int] = []
     h.timeline.every(300, lambda: fired.append(h.clock.ms), first_ms=300)
-    h.bus.subscribe(AccountChanged, lambda e: fired.append(-h.clock.ms))
+    h.bus.subscribe(AccountPush, lambda e: fired.append(-h.clock.ms))
     h.run(path)
     assert fired == [-100, 300, -400, 600, 900, -900]
 
@@ -110,7 +110,7 @@ def test_stale_account_pushes_are_dropped_by_the_portfolio_as_live(tmp_path: Pat
         w.write_ws(3, position_frame(1, "1"))
     h = Harness()
     h.run(path)
-    assert [type(e).__name__ for _, e in h.seen] == ["AccountChanged", "PositionChanged"]
+    assert [type(e).__name__ for _, e in h.seen] == ["AccountPush", "PositionPush"]
     assert h.portfolio.stale_account_pushes == 1
     assert str(h.portfolio.available("USD")) == "10"
 
@@ -144,7 +144,7 @@ def test_own_positions_and_coins_are_superseded(tmp_path: Path) -> None:
         w.write_ws(3, account_frame(1, "5"))
     h = Harness(own_positions={1}, own_coins={"USD"})
     h.run(path)
-    assert [type(e).__name__ for _, e in h.seen] == ["PositionChanged"]
+    assert [type(e).__name__ for _, e in h.seen] == ["PositionPush"]
     assert h.replayer.stats.pushes_superseded == 2
     assert str(h.portfolio.net_quantity("ETH-USD")) == "3"
 

@@ -22,7 +22,6 @@ import orjson
 
 from framework.engine.bus import Bus
 from framework.engine.clock import VirtualClock
-from framework.engine.events import PositionChanged
 from framework.engine.portfolio import Portfolio, push_router
 from framework.engine.strategy import BasicContext, Strategy, attach
 from framework.venue.codec import decode_frame
@@ -108,10 +107,10 @@ def build() -> tuple[Callable[[PositionPush | AccountPush], None], list[Counting
         attach(bus, s)
     seen = [0]
 
-    def metrics(event: PositionChanged) -> None:
+    def metrics(event: PositionPush) -> None:
         seen[0] += 1
 
-    bus.subscribe(PositionChanged, metrics)
+    bus.subscribe(PositionPush, metrics)
     return push_router(portfolio, bus.publish), strategies
 
 

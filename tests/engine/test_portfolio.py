@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from framework.engine.events import AccountChanged, Event, PositionChanged
+from framework.engine.events import Event
 from framework.engine.portfolio import Portfolio, push_router
 from framework.venue.models import (
     AccountBalance,
@@ -128,7 +128,7 @@ def test_push_router_publishes_only_pushes_that_were_not_dropped() -> None:
     route(account(5, "1"))
     route(account(4, "2"))
     route(position("1", ChangeType.NEW))
-    assert out == [AccountChanged(account(5, "1")), PositionChanged(position("1", ChangeType.NEW))]
+    assert out == [account(5, "1"), position("1", ChangeType.NEW)]
 
 
 def test_a_position_snapshot_fetched_while_a_push_arrived_does_not_override_the_push() -> None:

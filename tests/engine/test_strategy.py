@@ -12,10 +12,8 @@ import pytest
 from framework.engine.bus import Bus
 from framework.engine.clock import VirtualClock
 from framework.engine.events import (
-    AccountChanged,
     MatchFilled,
     OrderUpdate,
-    PositionChanged,
     Started,
     Stopping,
     Timer,
@@ -165,9 +163,9 @@ def test_pushes_and_matches_reach_only_strategies_trading_the_pair() -> None:
     everything = Recorder("all", ctx)
     for s in (eth, btc, everything):
         attach(bus, s)
-    bus.publish(PositionChanged(pos("ETH-USD")))
+    bus.publish(pos("ETH-USD"))
     bus.publish(MatchFilled(match(1, "BTC-USD")))
-    bus.publish(AccountChanged(AccountPush(log_id=3, symbol="USD")))
+    bus.publish(AccountPush(log_id=3, symbol="USD"))
     assert eth.calls == [("position", "ETH-USD"), ("account", 3)]
     assert btc.calls == [("match", (1, None)), ("account", 3)]
     assert everything.calls == [("position", "ETH-USD"), ("match", (1, None)), ("account", 3)]
@@ -239,7 +237,7 @@ def test_a_failing_strategy_is_isolated_then_stopped_while_others_go_on(
     attach(bus, good)
     with caplog.at_level(logging.ERROR):
         for _ in range(4):
-            bus.publish(PositionChanged(pos("ETH-USD")))
+            bus.publish(pos("ETH-USD"))
     assert good.calls == [("position", "ETH-USD")] * 4
     assert bus.failures("bad") == 2
     assert bad.stopped and not good.stopped
