@@ -9,7 +9,10 @@ framework.backtest.synth, then measures on the same file:
    that count): each push is decoded, filed in the portfolio, published and heard;
 3. a full backtest with the no-op strategy (it overrides no hook): each push is decoded and
    filed the same way, and published to nobody;
-4. with ``--example``, a full backtest of strategies.pulse:Pulse trading on the paper venue.
+4. the decoding alone, for reference: the backtest's reader and the venue codec over every
+   line (each frame into its push record, each match page into its match records), and
+   nothing else: what the framework adds on top of it is the counting run minus this one;
+5. with ``--example``, a full backtest of strategies.pulse:Pulse trading on the paper venue.
 
 It prints lines per second for each, each rate as a share of the baseline, and checks the
 done-when figures of issue 17: the counting strategy at >= 45 % of the baseline, and the
@@ -45,9 +48,13 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from framework import AccountPush, PositionPush, Strategy
+from framework.backtest.recording import RecordingReader
 from framework.backtest.runner import Backtest, BacktestSettings
 from framework.backtest.synth import SynthSettings, generate
 from framework.config import parse_config
+from framework.venue.codec import decode_frame, decode_match_answer
+from framework.venue.errors import DecodeError
+from framework.venue.requests import MATCHES_PATH
 
 TARGET_SHARE = 0.45
 PULSE = "strategies.pulse:Pulse"
@@ -120,6 +127,28 @@ def baseline(path: Path) -> tuple[int, float, dict[str, int]]:
     return n, time.perf_counter() - began, {}
 
 
+def decode_only(path: Path) -> tuple[int, float, dict[str, int]]:
+    """Lines and seconds to read every line as the backtest does and decode its frame or
+    match page with the venue codec into records (no portfolio, bus, cursor or strategy)."""
+    began = time.perf_counter()
+    reader = RecordingReader(path)
+    lines = pushes = matches = 0
+    for batch in reader.record_batches():
+        lines += len(batch)
+        for record in batch:
+            frame = record.frame
+            try:
+                if frame is not None:
+                    decode_frame(frame)
+                    pushes += 1
+                elif record.path == MATCHES_PATH and record.body is not None:
+                    matches += len(decode_match_answer(record.body) or ())
+            except DecodeError:
+                pass
+    reader.close()
+    return lines, time.perf_counter() - began, {"frames": pushes, "matches": matches}
+
+
 def backtest(path: Path, name: str, cls: str, params: str) -> tuple[int, float, dict[str, int]]:
     """Lines, seconds and a few counters of one backtest over the file."""
     config = parse_config(CONFIG % {"name": name, "cls": cls, "params": params})
@@ -172,6 +201,7 @@ def main() -> int:
         ("orjson read, line + frame (baseline)", baseline, (path,)),
         ("backtest, counting strategy", backtest, (path, *counting)),
         ("backtest, no-op strategy", backtest, (path, *noop)),
+        ("decoding alone (reader + codec)", decode_only, (path,)),
     ]
     if args.example:
         pulse = '{pair: BTC-USD, quantity: "0.001", every_s: 1.0, hold: 3}'
@@ -209,6 +239,12 @@ def main() -> int:
     print(
         f"no-op minus counting: {(noop_s - counting_s) * per:+.3f} us/push; "
         f"the hooks' own cost: {hooks_s * per:.3f} us/push ({heard} pushes heard)"
+    )
+    decode_lines, decode_s, _ = runs["decoding alone (reader + codec)"]
+    print(
+        f"decoding alone: {decode_s / decode_lines * 1e6:.2f} us/line; the framework on top of it"
+        f" (counting minus decoding): {(counting_s - decode_s) / lines * 1e6:.2f} us/line; the"
+        f" target leaves it {(1 / (TARGET_SHARE * base_rate) - decode_s / decode_lines) * 1e6:.2f}"
     )
     ok_share = share >= TARGET_SHARE
     ok_noop = noop_s - counting_s <= hooks_s
