@@ -223,7 +223,8 @@ async def run_case(case: Case) -> Run:
 
                     await settle(delivered, 2.0)
                     twin.faults.clear()
-                    await settle(lambda: books_agree(node, twin), 3.0)
+                    # Pushes, reconnects and resyncs after the faults: seconds under load.
+                    await settle(lambda: books_agree(node, twin), 15.0)
                 quiet_s = time.monotonic() - t0
             if case.stop_after_bursts is not None:
                 quiet = all(trader.final.get(c) in TERMINAL for c in trader.submitted)

@@ -239,10 +239,11 @@ async def test_a_disconnect_mid_stream_resubscribes_resyncs_and_loses_or_repeats
         held = sum((p.quantity or 0) * (1 if p.is_long else -1) for p in await rest.positions(PAIR))
         assert held == Decimal(3)
         await eventually(lambda: rig.portfolio.net_quantity(PAIR) == held)
+        # The balance's push of the last fill travels after its position's.
+        snapshot = await rest.balance(COIN)
+        await eventually(lambda: rig.portfolio.available(COIN) == snapshot.available_amount)
     assert rig.stream.stats.reconnects == 3
     assert rig.stream.stats.disconnects == 3
-    snapshot = await rest.balance(COIN)
-    assert rig.portfolio.available(COIN) == snapshot.available_amount
 
 
 async def test_stale_account_pushes_are_dropped_and_never_reach_strategies(
@@ -272,6 +273,10 @@ async def test_duplicated_pushes_reach_strategies_once(
         for _ in range(3):
             await market(rest, is_long=True)
         await eventually(lambda: rig.stream.stats.duplicates == 3)
+        # The account frames (one per fill) and their copies come after the position's.
+        await eventually(
+            lambda: len(rig.recorder.accounts) == 3 and rig.portfolio.duplicate_account_pushes == 3
+        )
     assert [p.current_quantity for p in rig.recorder.positions] == [Decimal(n) for n in (1, 2, 3)]
     log_ids = [a.log_id for a in rig.recorder.accounts]
     assert log_ids == sorted(set(log_ids))
