@@ -144,8 +144,10 @@ async def test_live_trades_until_sigint_then_prints_the_summary_and_exits_0(
 ) -> None:
     config = write(tmp_path, EMBEDDED)
     async with live(config) as (process, out, err):
-        # The ladder is built once the probe order was accepted and its fill polled.
+        # The ladder is built once the probe order was accepted and its fill polled; the
+        # stream is subscribed by then (the pushes of the ladder's orders reach it).
         await eventually(logged(err, "building ladder"), timeout=30)
+        await eventually(logged(err, "stream connected"), timeout=30)
         process.send_signal(signal.SIGINT)
     assert process.returncode == 0, err
     summary = summary_of(out)
