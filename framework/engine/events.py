@@ -1,11 +1,12 @@
-"""What travels on the event bus; names are past tense, every event is a frozen record.
+"""What travels on the event bus: the venue's pushes, and events named in the past tense.
 
 A push travels as the record it decodes to (:class:`~framework.venue.models.PositionPush`,
 :class:`~framework.venue.models.AccountPush`: no wrapper event, one object less per push and
-a strategy's hook subscribed as it is); other inbound events wrap the decoded venue records,
-so strategy hooks receive the snake_case fields of SPEC sections 2 and 6. An AccountPush is
-published only when it is newer than any seen for its coin (logId). ``strategy`` on an event addresses it to one strategy by
-name; ``None`` means every strategy.
+a strategy's hook subscribed as it is); an AccountPush is published only when it is newer
+than any seen for its coin (logId). The other inbound events wrap the decoded venue records,
+so strategy hooks receive the snake_case fields of SPEC sections 2 and 6. ``strategy`` on an
+event addresses it to one strategy by name; ``None`` means every strategy. Every event is a
+frozen record.
 
 Events are frozen msgspec Structs: one is made per push, and a Struct is made in C (about
 a fifth of what a frozen attrs class's ``__init__`` costs). Those that hold only records,
