@@ -9,7 +9,6 @@ Everything listed in ``__all__`` is stable API; other modules are the framework'
 
 from __future__ import annotations
 
-from framework.engine.cancels import OpenOrder
 from framework.engine.events import (
     BalanceSynced,
     CancelRejected,
@@ -23,6 +22,7 @@ from framework.engine.events import (
     Timer,
 )
 from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.open_orders import OpenOrder
 from framework.engine.portfolio import Balance, Portfolio, PositionState
 from framework.engine.strategy import Strategy, StrategyContext, StrategyLoadError, load_strategy
 from framework.venue.models import (

@@ -23,7 +23,11 @@ order keeps its state (a refusal says the cancel did not happen, not what the or
 An answer that does not cover an order, and a call whose outcome is unknown (HTTP >= 500,
 a timeout after sending), leave the order's state unknown to the cancel: it is queried
 (queryOrder) and the order record the venue returns is the evidence
-(:meth:`Canceller.apply_record`). A strategy never gets an exception for a cancel.
+(:meth:`Canceller.apply_record`). A strategy never gets an exception for a cancel. A venue
+that answers queryOrder with 404 has none (:attr:`Canceller.queries_available`): from then
+on nothing is queried, cancels go one order per call (cancelEntrust: every answer names its
+order), and an order whose cancel's effect could only have been asked gets a
+CancelRejected with 9023 (it keeps its last known state, and says so).
 
 Open orders are the tracked ACCEPTED orders that may rest, read through
 :meth:`Canceller.open_orders`. At start the runtime lists the venue's open orders
@@ -32,7 +36,9 @@ by its clientOrderId is ACCEPTED on that evidence), the journal's resting orders
 no longer lists are queried, and the rest are external (counted, never touched). While it
 runs it lists them again now and then (:meth:`Canceller.check`): an ACCEPTED resting order
 the list lacks, cancelled or filled behind its back (a person at the venue's website, the
-venue itself), is queried and ends as the venue's record says.
+venue itself), is queried and ends as the venue's record says (without queryOrder, it is
+reported once in a warning and keeps its state: the list shows it no longer rests, not
+whether it filled or was cancelled).
 
 Pure: no I/O, time passed in. Written here rather than taken from a library: it is the
 engine's own bookkeeping of its intents.
@@ -48,7 +54,7 @@ from typing import Final, Protocol
 import attrs
 
 from framework.engine.events import CancelRejected, Event
-from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.intents import OrderStatus
 from framework.engine.outcomes import Outcomes
 from framework.engine.reconcile import Ledger, LiveOrder
 from framework.engine.risk import FRAMEWORK_CODES, NOT_SENT, is_resting
@@ -63,9 +69,7 @@ __all__ = [
     "CancelAnswer",
     "CancelBatch",
     "Canceller",
-    "OpenOrder",
     "VenueOrder",
-    "open_orders",
 ]
 
 log = logging.getLogger("framework.execution")
@@ -79,8 +83,8 @@ CANCEL_CODES: Final[dict[int, str]] = {
     NOTHING_TO_CANCEL: "Nothing to cancel: {0}",
     NOT_OWNER: "Order {0} belongs to strategy {1}",
     NO_CANCELS: "The venue does not offer cancels ({0})",
-    NO_ANSWER: "The venue's answer did not say, and with no orderId the order cannot be queried:"
-    " it stays {0}",
+    NO_ANSWER: "The venue's answer did not say, and the order cannot be queried ({0}): it stays"
+    " {1}",
 }
 """The framework's own cancel refusal codes and their message templates."""
 
@@ -127,26 +131,6 @@ class CancelAnswer:
     """The order's id, when the answer names it (a cancel by clientOrderId)."""
 
 
-@attrs.frozen(slots=True)
-class OpenOrder:
-    """A resting order of a strategy, as the engine knows it."""
-
-    client_order_id: str
-    strategy: str
-    pair: str
-    is_long: bool
-    price: Decimal | None
-    quantity: Decimal
-    filled: Decimal
-    order_id: int | None
-    intent: OrderIntent = attrs.field(repr=False)
-
-    @property
-    def remaining(self) -> Decimal:
-        """What is left to fill."""
-        return self.quantity - self.filled
-
-
 @attrs.define(slots=True, eq=False)
 class CancelBatch:
     """One cancel call: ids of ACCEPTED orders, or one UNKNOWN order by clientOrderId."""
@@ -189,11 +173,16 @@ class Canceller:
         self.available = True
         """False once the venue answered that it has no cancels (404): every cancel is 9022."""
         self.unavailable_reason = ""
+        self.queries_available = True
+        """False once the venue answered queryOrder with 404: nothing is queried from then on."""
+        self.queries_unavailable_reason = ""
         self._queued: dict[str, LiveOrder] = {}
         self._after_answer: dict[str, LiveOrder] = {}
         self._inflight: set[str] = set()
         self._queries: dict[int, LiveOrder] = {}  # order id -> entry: to ask the venue
         self._asking: dict[int, LiveOrder] = {}  # queries sent, not answered
+        self._for_cancel: set[int] = set()  # order ids queried for what a cancel did
+        self._missing_told: set[int] = set()  # not listed, not queryable: warned once
         self._next_id = 1
         self.external = 0
         """Orders the venue listed as open that this node did not place (at adoption)."""
@@ -316,7 +305,7 @@ class Canceller:
             entry = ledger.live.get(coid)
             if entry is None or entry.status is not ACCEPTED:
                 continue
-            if self.available and entry.order_id is not None:
+            if self.available and self.queries_available and entry.order_id is not None:
                 self._queries[entry.order_id] = entry
             else:
                 ledger.retire(entry)
@@ -340,7 +329,9 @@ class Canceller:
                              self.unavailable_reason)  # fmt: skip
             return None
         by_cli = [e for e in queued.values() if e.order_id is None]
-        entries = by_cli[:1] if by_cli else list(queued.values())[: self.max_batch]
+        # Without queryOrder an answer must name each order: one per call (cancelEntrust).
+        most = self.max_batch if self.queries_available else 1
+        entries = by_cli[:1] if by_cli else list(queued.values())[:most]
         for entry in entries:
             del queued[entry.client_order_id]
             self._inflight.add(entry.client_order_id)
@@ -356,15 +347,44 @@ class Canceller:
         self._queries.clear()
         return ids
 
-    def query_failed(self, order_id: int, why: str) -> None:
-        """A queryOrder call failed: the order keeps the state the engine knows."""
+    def query_failed(self, order_id: int, why: str, *, unavailable: bool = False) -> None:
+        """A queryOrder call failed: the order keeps the state the engine knows.
+
+        unavailable: the venue does not offer queryOrder (404): nothing is queried again.
+        """
         entry = self._asking.pop(order_id, None)
-        if entry is not None and not is_resting(entry.order) and entry.status is ACCEPTED:
-            self._ledger.retire(entry)  # it cannot rest: nothing more to wait for
-            return
+        if unavailable:
+            self.turn_off_queries(why)
         if entry is not None:
+            self._unasked(entry, why)
+
+    def turn_off_queries(self, reason: str) -> None:
+        """The venue has no queryOrder: one log line; what waits for a query is settled now."""
+        if not self.queries_available:
+            return
+        log.warning("queryOrder turned off: %s; cancels go one order per call, and an order"
+                    " the venue no longer lists keeps its last known state", reason)  # fmt: skip
+        self.queries_available = False
+        self.queries_unavailable_reason = reason
+        waiting = list(self._queries.values())
+        self._queries.clear()
+        for entry in waiting:
+            self._unasked(entry, reason)
+
+    def _unasked(self, entry: LiveOrder, why: str) -> None:
+        """An order the venue could not be asked about: it keeps its state, and says so."""
+        order_id = entry.order_id
+        for_cancel = order_id is not None and order_id in self._for_cancel
+        self._for_cancel.discard(order_id)
+        status = entry.status
+        if status is ACCEPTED and not is_resting(entry.order):
+            self._ledger.retire(entry)  # it cannot rest: nothing more to wait for
+        elif for_cancel and status is not CANCELED and status is not FILLED:
+            self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, f"queryOrder: {why}",
+                         status)  # fmt: skip
+        else:
             log.warning("order %s: query failed (%s); its state stays as known (%s)",
-                        entry.client_order_id, why, entry.status)  # fmt: skip
+                        entry.client_order_id, why, status)  # fmt: skip
 
     # -- answers ------------------------------------------------------------------------
 
@@ -376,7 +396,7 @@ class Canceller:
             key = _key(batch, entry)
             answer = answers.get(key)
             if answer is None:
-                self._query(entry)
+                self._query(entry, for_cancel=True)
                 continue
             ended = entry.status is CANCELED or entry.status is FILLED
             if answer.code == 200:
@@ -388,8 +408,8 @@ class Canceller:
             else:
                 self._refuse(entry.strategy, entry.client_order_id, answer.code,
                              answer.msg or f"code {answer.code}")  # fmt: skip
-                if entry.order_id is not None and not ended:  # what it did instead: ask
-                    self._queries[entry.order_id] = entry
+                if entry.order_id is not None and not ended and self.queries_available:
+                    self._queries[entry.order_id] = entry  # what it did instead: ask
         for entry, filled in canceled:
             self._cancelled([entry], filled, "canceled at the venue")
 
@@ -410,7 +430,7 @@ class Canceller:
         log.warning("cancel call %d (%d orders): outcome unknown (%s); the orders with an"
                     " orderId are queried", batch.id, len(batch.entries), msg)  # fmt: skip
         for entry in batch.entries:
-            self._query(entry)
+            self._query(entry, for_cancel=True)
 
     def on_error(self, batch: CancelBatch, exc: BaseException) -> None:
         """A cancel call raised: sorted by what the error says happened (see module)."""
@@ -434,13 +454,20 @@ class Canceller:
         self.available = False
         self.unavailable_reason = reason
 
-    def _query(self, entry: LiveOrder) -> None:
+    def _query(self, entry: LiveOrder, *, for_cancel: bool = False) -> None:
         if entry.status is CANCELED or entry.status is FILLED:
             return  # it ended meanwhile: a record cannot change that
-        if entry.order_id is None:  # nothing to ask by (queryOrder takes an orderId): say so
-            self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, entry.status)
+        order_id = entry.order_id
+        if order_id is None:  # nothing to ask by (queryOrder takes an orderId): say so
+            self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, "no orderId",
+                         entry.status)  # fmt: skip
             return
-        self._queries[entry.order_id] = entry
+        if for_cancel:
+            self._for_cancel.add(order_id)
+        if not self.queries_available:
+            self._unasked(entry, self.queries_unavailable_reason)
+            return
+        self._queries[order_id] = entry
 
     # -- evidence -----------------------------------------------------------------------
 
@@ -458,6 +485,7 @@ class Canceller:
         if record.entrust_id is not None:
             queried = self._asking.pop(record.entrust_id, None)
             self._queries.pop(record.entrust_id, None)
+            self._for_cancel.discard(record.entrust_id)
             entry = entry or queried
         if entry is None or entry.client_order_id not in ledger.live:
             return "external" if entry is None else "done"
@@ -532,6 +560,14 @@ class Canceller:
                     or self._cancelling(coid)
                     or order_id in self._queries or order_id in self._asking):  # fmt: skip
                 continue
+            if not self.queries_available:  # said once: it no longer rests, and no more is known
+                if order_id not in self._missing_told:
+                    self._missing_told.add(order_id)
+                    missing += 1
+                    log.warning("order %s: the venue no longer lists it as open and has no"
+                                " queryOrder: whether it filled or was cancelled is unknown; it"
+                                " stays ACCEPTED", coid)  # fmt: skip
+                continue
             missing += 1
             self._queries[order_id] = entry
         self._outcomes.counts["orders_missing"] += missing
@@ -545,32 +581,3 @@ def _key(batch: CancelBatch, entry: LiveOrder) -> int | str:
     """How the answers of batch name entry: its orderId, or its clientOrderId (by client id)."""
     order_id = entry.order_id
     return entry.client_order_id if batch.by_client_id or order_id is None else order_id
-
-
-def open_orders(
-    ledger: Ledger, strategy: str | None = None, pair: str | None = None
-) -> list[OpenOrder]:
-    """The ACCEPTED orders that may rest, of strategy and pair (None: all), oldest first."""
-    out = []
-    for e in ledger.live.values():
-        if e.status is not ACCEPTED or not is_resting(e.order):
-            continue
-        if strategy is not None and e.strategy != strategy:
-            continue
-        if pair is not None and e.order.pair_name != pair:
-            continue
-        o = e.order
-        out.append(
-            OpenOrder(
-                e.client_order_id,
-                e.strategy,
-                o.pair_name,
-                o.is_long,
-                o.price,
-                o.quantity,
-                e.filled,
-                e.order_id,
-                e.intent,
-            )
-        )
-    return out

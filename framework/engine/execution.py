@@ -49,20 +49,14 @@ from typing import Final
 
 from framework.engine import recovery
 from framework.engine.batching import Batcher, backoff_s
-from framework.engine.cancels import (
-    CancelAnswer,
-    CancelBatch,
-    Canceller,
-    OpenOrder,
-    VenueOrder,
-    open_orders,
-)
+from framework.engine.cancels import CancelAnswer, CancelBatch, Canceller, VenueOrder
 from framework.engine.client_ids import ClientIdError, ClientIdGenerator
 from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.fills import FillLinker
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalProtocol, StatusRow
+from framework.engine.open_orders import OpenOrder, open_orders
 from framework.engine.outcomes import COUNTER_NAMES, Outcomes
 from framework.engine.reconcile import Batch, Ledger, LiveOrder, order_input
 from framework.engine.risk import (

@@ -24,7 +24,6 @@ import attrs
 import msgspec
 
 from framework.engine.bus import Bus
-from framework.engine.cancels import OpenOrder
 from framework.engine.clock import Clock
 from framework.engine.events import (
     CancelRejected,
@@ -35,6 +34,7 @@ from framework.engine.events import (
     Timer,
 )
 from framework.engine.intents import OrderIntent
+from framework.engine.open_orders import OpenOrder
 from framework.engine.portfolio import Portfolio
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush

@@ -236,9 +236,9 @@ class LiveExecutor:
         try:
             record = await self.rest.query_order(order_id)
         except ExtensionUnavailable as exc:
-            # Only queryOrder is missing (or answered something unreadable): the order keeps
-            # the state the engine knows. Cancels go on: a cancel call's own 404 turns them off.
-            engine.cancels.query_failed(order_id, str(exc))
+            # The order keeps the state the engine knows; cancels go on (a cancel call's own
+            # 404 turns them off). A 404 says the venue has no queryOrder: none is sent again.
+            engine.cancels.query_failed(order_id, str(exc), unavailable=exc.http_status == 404)
         except Exception as exc:
             engine.cancels.query_failed(order_id, f"{type(exc).__name__}: {exc}")
         else:

@@ -50,6 +50,7 @@ COUNTERS: Final = {
     "orders_accepted": "Orders the venue accepted",
     "rejects": "Orders rejected (locally by risk checks or by the venue)",
     "reconnects": "WebSocket reconnections",
+    "orders_missing": "Tracked resting orders the open-order check found the venue no longer lists",
 }
 """Counter names (perp_<name>_total) and their help; values come from the node's tallies."""
 

@@ -211,6 +211,7 @@ class Node:
             "orders_accepted": s["orders_accepted"],
             "rejects": s["orders_rejected"],
             "reconnects": s["reconnects"],
+            "orders_missing": int(s.get("orders_missing", 0)),
         }
 
     # -------------------------------------------------------------------------------- run

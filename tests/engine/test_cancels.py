@@ -438,3 +438,60 @@ def test_a_market_order_leaves_the_unfilled_watch_as_soon_as_it_fills() -> None:
     engine.attribute(match(1, 100))
     assert engine.status(coid) is None  # FILLED
     assert engine.cancels.next_unfilled_ms() is None  # nothing kept for the window
+
+
+def test_without_query_order_an_unsaid_cancel_is_told_and_later_cancels_go_one_by_one() -> None:
+    engine, events, _ = engine_with()
+    (a, b) = accepted(engine, 2)
+    engine.cancel_all("s")
+    batch = engine.next_cancels()
+    assert batch is not None and batch.order_ids == [100, 101]
+    engine.on_cancel_answers(batch, {})  # batchCancelEntrust: taken, nothing said per order
+    assert engine.cancels.take_queries() == [100, 101]
+    engine.cancels.query_failed(100, "HTTP 404", unavailable=True)  # no queryOrder here
+    engine.cancels.query_failed(101, "HTTP 404", unavailable=True)
+    assert not engine.cancels.queries_available and engine.cancels.available
+    # Each strategy hears that its cancel's effect is unknown; the orders stay as known.
+    assert refusals(events) == [(a, NO_ANSWER), (b, NO_ANSWER)]
+    told = [e.msg for e in events if isinstance(e, CancelRejected)]
+    assert all("queryOrder: HTTP 404" in m and m.endswith("ACCEPTED") for m in told), told
+    assert [o.client_order_id for o in engine.open_orders()] == [a, b]
+    assert engine.idle
+    # From now on every cancel goes alone (cancelEntrust), so its answer names its order.
+    assert engine.cancel_all("s") == 2
+    first, second = engine.next_cancels(), engine.next_cancels()
+    assert first is not None and second is not None and engine.next_cancels() is None
+    assert (first.order_ids, second.order_ids) == ([100], [101])
+    engine.on_cancel_answers(first, {100: CancelAnswer(200)})
+    engine.on_cancel_answers(second, {101: CancelAnswer(2341, "order completed")})
+    assert updates(events)[-1] == (a, OrderStatus.CANCELED)
+    assert refusals(events)[-1] == (b, 2341)
+    assert engine.cancels.take_queries() == [] and engine.idle  # nothing left to ask
+
+
+def test_without_query_order_an_order_the_list_lacks_is_told_once_and_kept() -> None:
+    engine, events, _ = engine_with()
+    (a, b) = accepted(engine, 2)
+    engine.cancels.turn_off_queries("HTTP 404")
+    listed = [Record(b, 101, Decimal(0), "open")]
+    assert engine.check_open_orders("ETH-USD", listed)["missing"] == 1
+    assert engine.check_open_orders("ETH-USD", listed)["missing"] == 0  # said once
+    assert engine.counters()["orders_missing"] == 1
+    assert engine.cancels.take_queries() == [] and engine.idle
+    # No longer resting at the venue, but whether it filled or was cancelled is unknown.
+    assert [o.client_order_id for o in engine.open_orders()] == [a, b]
+    assert refusals(events) == []
+
+
+def test_a_cancel_of_unknown_outcome_asks_nothing_of_an_order_that_filled_meanwhile() -> None:
+    engine, events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    engine.cancel("s", coid)
+    batch = engine.next_cancels()
+    assert batch is not None
+    fill = engine.attribute(match(1, 100))  # the whole 0.1 filled while the cancel travelled
+    assert fill is not None and fill.match.client_order_id == coid
+    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+    engine.on_cancel_error(batch, ServerFault("HTTP 502", http_status=502))
+    assert engine.cancels.take_queries() == [] and engine.idle
+    assert refusals(events) == []

@@ -236,12 +236,26 @@ async def test_a_query_the_venue_answers_404_leaves_the_order_as_known_and_cance
 ) -> None:
     # queryOrder at a path the twin does not serve (HTTP 404); cancels at the real ones.
     paths = attrs.evolve(OrderManagementPaths(), query_order="/api/third/order/noSuchQuery")
-    async with VenueTwin(settings=twin_settings()) as twin, trading(twin, order_paths=paths) as s:
+    calls: list[str] = []
+
+    def observe(path: str, query: str, _body: bytes) -> None:
+        if "ancel" in path:
+            calls.append(f"{path.rsplit('/', 1)[-1]}?{query}")
+
+    async with (
+        VenueTwin(settings=twin_settings()) as twin,
+        trading(twin, order_paths=paths, observer=observe) as s,
+    ):
         cid = s.engine.submit("s", resting_buy())
         await eventually(lambda: s.final().get(cid) is OrderStatus.ACCEPTED)
         assert s.engine.check_open_orders("ETH-USD", [])["missing"] == 1  # the list lacks it
         await eventually(lambda: any("query failed" in r.getMessage() for r in caplog.records))
-        assert s.engine.cancels.available
+        assert s.engine.cancels.available and not s.engine.cancels.queries_available
         assert s.final()[cid] is OrderStatus.ACCEPTED
-        assert s.engine.cancel("s", cid)
-        await eventually(lambda: s.final()[cid] is OrderStatus.CANCELED)
+        # Two more, then all three cancelled: one order per call, each answer names its order.
+        more = [s.engine.submit("s", resting_buy()) for _ in range(2)]
+        await eventually(lambda: all(s.final().get(c) is OrderStatus.ACCEPTED for c in more))
+        assert s.engine.cancel_all("s") == 3
+        await eventually(lambda: all(s.final()[c] is OrderStatus.CANCELED for c in [cid, *more]))
+        assert len(calls) == 3 and all(c.startswith("cancelEntrust?") for c in calls), calls
+        assert s.engine.idle
