@@ -25,12 +25,13 @@ a timeout after sending), leave the order's state unknown to the cancel: it is q
 (queryOrder) and the order record the venue returns is the evidence
 (:meth:`Canceller.apply_record`). A strategy never gets an exception for a cancel. A venue
 that answers queryOrder with 404 has none (:attr:`Canceller.queries_available`): from then
-on nothing is queried, cancels go one order per call (cancelEntrust: every answer names its
-order), and an order whose cancel's effect could only have been asked gets a
-CancelRejected with 9023 (it keeps its last known state, and says so).
+on nothing is queried and cancels go one order per call (cancelEntrust: every answer names
+its order), as they do after any query for what a cancel did has failed; an order whose
+cancel's effect could only have been asked gets a CancelRejected with 9023 (it keeps its
+last known state, and says so), once no other query of it is out.
 
-Open orders are the tracked ACCEPTED orders that may rest, read through
-:meth:`Canceller.open_orders`. At start the runtime lists the venue's open orders
+Open orders are the tracked ACCEPTED orders that may rest
+(:func:`framework.engine.open_orders.open_orders`). At start the runtime lists the venue's open orders
 (:meth:`Canceller.adopt`): orders the journal knows are adopted (an UNKNOWN one found resting
 by its clientOrderId is ACCEPTED on that evidence), the journal's resting orders the venue
 no longer lists are queried, and the rest are external (counted, never touched). While it
@@ -182,6 +183,7 @@ class Canceller:
         self._queries: dict[int, LiveOrder] = {}  # order id -> entry: to ask the venue
         self._asking: dict[int, LiveOrder] = {}  # queries sent, not answered
         self._for_cancel: set[int] = set()  # order ids queried for what a cancel did
+        self._one_by_one = False  # a query for what a cancel did failed: answers must name
         self._missing_told: set[int] = set()  # not listed, not queryable: warned once
         self._next_id = 1
         self.external = 0
@@ -330,7 +332,7 @@ class Canceller:
             return None
         by_cli = [e for e in queued.values() if e.order_id is None]
         # Without queryOrder an answer must name each order: one per call (cancelEntrust).
-        most = self.max_batch if self.queries_available else 1
+        most = 1 if self._one_by_one or not self.queries_available else self.max_batch
         entries = by_cli[:1] if by_cli else list(queued.values())[:most]
         for entry in entries:
             del queued[entry.client_order_id]
@@ -374,7 +376,11 @@ class Canceller:
     def _unasked(self, entry: LiveOrder, why: str) -> None:
         """An order the venue could not be asked about: it keeps its state, and says so."""
         order_id = entry.order_id
+        if order_id in self._queries or order_id in self._asking:
+            return  # another query of it is still out: its answer decides
         for_cancel = order_id is not None and order_id in self._for_cancel
+        if for_cancel:
+            self._one_by_one = True  # from now on, a cancel's answer must name its order
         self._for_cancel.discard(order_id)
         status = entry.status
         if status is ACCEPTED and not is_resting(entry.order):
@@ -553,6 +559,10 @@ class Canceller:
             if record.entrust_id is not None:
                 by_id.add(record.entrust_id)
         missing = 0
+        told = self._missing_told
+        if told:  # listed again (read before it rested), or no longer tracked: forgotten
+            told.difference_update(by_id)
+            told.intersection_update(self._ledger.by_order_id)
         for entry in list(self._ledger.live.values()):
             coid, order_id = entry.client_order_id, entry.order_id
             if (entry.order.pair_name != pair or entry.status is not ACCEPTED or order_id is None
@@ -561,8 +571,8 @@ class Canceller:
                     or order_id in self._queries or order_id in self._asking):  # fmt: skip
                 continue
             if not self.queries_available:  # said once: it no longer rests, and no more is known
-                if order_id not in self._missing_told:
-                    self._missing_told.add(order_id)
+                if order_id not in told:
+                    told.add(order_id)
                     missing += 1
                     log.warning("order %s: the venue no longer lists it as open and has no"
                                 " queryOrder: whether it filled or was cancelled is unknown; it"

@@ -244,6 +244,10 @@ class LiveExecutor:
         else:
             if record is None:
                 engine.cancels.query_failed(order_id, "the venue sent no record")
+            elif record.entrust_id != order_id:  # not the order asked about: no evidence of it
+                engine.cancels.query_failed(
+                    order_id, f"the venue's record names order {record.entrust_id}"
+                )
             else:
                 engine.apply_order_record(record)
         self._progress.set()

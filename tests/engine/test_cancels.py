@@ -495,3 +495,49 @@ def test_a_cancel_of_unknown_outcome_asks_nothing_of_an_order_that_filled_meanwh
     engine.on_cancel_error(batch, ServerFault("HTTP 502", http_status=502))
     assert engine.cancels.take_queries() == [] and engine.idle
     assert refusals(events) == []
+
+
+def test_a_failed_query_leaves_the_answer_to_another_query_of_the_order_still_out() -> None:
+    engine, events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    assert engine.check_open_orders("ETH-USD", [])["missing"] == 1
+    assert engine.cancels.take_queries() == [100]  # the check's query, on its way
+    engine.cancel("s", coid)
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_answers(batch, {})  # the cancel's answer does not say: asked again
+    engine.cancels.query_failed(100, "ReadTimeout")  # the check's query is lost
+    assert refusals(events) == []  # not yet: the cancel's own query is still to go
+    assert engine.cancels.take_queries() == [100]
+    engine.apply_order_record(Record(coid, 100, Decimal(0), "canceled"))
+    assert updates(events)[-1] == (coid, OrderStatus.CANCELED)
+    assert refusals(events) == [] and engine.idle
+
+
+def test_after_a_failed_query_for_a_cancel_later_cancels_go_one_by_one() -> None:
+    engine, events, _ = engine_with()
+    (a, b) = accepted(engine, 2)
+    engine.cancel_all("s")
+    batch = engine.next_cancels()
+    assert batch is not None
+    engine.on_cancel_answers(batch, {})
+    assert engine.cancels.take_queries() == [100, 101]
+    engine.cancels.query_failed(100, "the venue sent no record")  # not a 404: queries stay on
+    engine.cancels.query_failed(101, "the venue sent no record")
+    assert engine.cancels.queries_available
+    assert refusals(events) == [(a, NO_ANSWER), (b, NO_ANSWER)]
+    assert engine.cancel_all("s") == 2
+    first, second = engine.next_cancels(), engine.next_cancels()
+    assert first is not None and second is not None
+    assert (first.order_ids, second.order_ids) == ([100], [101])
+
+
+def test_without_query_order_an_order_listed_again_is_told_again_when_it_goes() -> None:
+    engine, _events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    engine.cancels.turn_off_queries("HTTP 404")
+    listed = [Record(coid, 100, Decimal(0), "open")]
+    assert engine.check_open_orders("ETH-USD", [])["missing"] == 1  # read before it rested?
+    assert engine.check_open_orders("ETH-USD", listed)["missing"] == 0
+    assert engine.check_open_orders("ETH-USD", [])["missing"] == 1  # now it went: told again
+    assert engine.counters()["orders_missing"] == 2
