@@ -73,7 +73,7 @@ class Session:
 
 @asynccontextmanager
 async def trading(
-    twin: VenueTwin,
+    twin: VenueTwin | None,
     settings: ExecutionSettings = FAST,
     *,
     journal: Journal | None = None,
@@ -84,9 +84,15 @@ async def trading(
     base_url: str | None = None,
     order_paths: OrderManagementPaths | None = None,
 ) -> AsyncIterator[Session]:
-    """Run an engine + LiveExecutor on the twin's demo account for the body's duration."""
+    """Run an engine + LiveExecutor on the twin's demo account for the body's duration.
+
+    With base_url, against that server instead (twin may then be None).
+    """
     signer = make_signer(2, DEMO_PRIVATE_KEY)
-    url = base_url or twin.base_url
+    if base_url is None:
+        assert twin is not None, "trading() needs a twin or a base_url"
+        base_url = twin.base_url
+    url = base_url
     async with RestClient(
         url, DEMO_API_KEY, signer, observer=observer, timeout=timeout, order_paths=order_paths
     ) as rest:

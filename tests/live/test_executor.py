@@ -23,6 +23,7 @@ from tests.live.executor_fixtures import (
     trading,
     twin_settings,
 )
+from tests.live.test_rest_order_management import QUERY_ORDER_PATH, CannedServer, envelope, record
 
 pytestmark = pytest.mark.anyio
 
@@ -259,3 +260,27 @@ async def test_a_query_the_venue_answers_404_leaves_the_order_as_known_and_cance
         await eventually(lambda: all(s.final()[c] is OrderStatus.CANCELED for c in [cid, *more]))
         assert len(calls) == 3 and all(c.startswith("cancelEntrust?") for c in calls), calls
         assert s.engine.idle
+
+
+async def test_a_query_record_naming_another_order_is_no_evidence_and_the_ask_ends(
+    eventually: Eventually, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A small server: batchCreate accepts with orderIds 100..., queryOrder names order 999.
+    def answer(path: str, _query: str) -> tuple[int, bytes]:
+        if path.endswith("batchCreate"):
+            orders = orjson.loads(server.seen[-1][2])["orders"]
+            results = [
+                {"orderId": 100 + i, "cOrderId": o["clientOrderId"]} for i, o in enumerate(orders)
+            ]
+            return 200, envelope(results)
+        if path == QUERY_ORDER_PATH:
+            return 200, envelope(record(999, status="CANCELED", filledQuantity="0"))
+        return 404, b"{}"
+
+    async with CannedServer(answer) as server, trading(None, base_url=server.base_url) as s:
+        cid = s.engine.submit("s", resting_buy())
+        await eventually(lambda: s.final().get(cid) is OrderStatus.ACCEPTED)
+        assert s.engine.check_open_orders("ETH-USD", [])["missing"] == 1  # queried: 100
+        await eventually(lambda: s.engine.idle)  # the ask ends (it stayed open for ever)
+        assert s.final()[cid] is OrderStatus.ACCEPTED  # another order's record changes nothing
+        assert any("names order 999" in r.getMessage() for r in caplog.records)
