@@ -31,8 +31,8 @@ cancel's effect could only have been asked gets a CancelRejected with 9023 (it k
 last known state, and says so), once no other query of it is out.
 
 Open orders are the tracked ACCEPTED orders that may rest
-(:func:`framework.engine.open_orders.open_orders`). At start the runtime lists the venue's open orders
-(:meth:`Canceller.adopt`): orders the journal knows are adopted (an UNKNOWN one found resting
+(:func:`framework.engine.open_orders.open_orders`). At start the runtime lists the venue's
+open orders (:meth:`Canceller.adopt`): orders the journal knows are adopted (an UNKNOWN one found resting
 by its clientOrderId is ACCEPTED on that evidence), the journal's resting orders the venue
 no longer lists are queried, and the rest are external (counted, never touched). While it
 runs it lists them again now and then (:meth:`Canceller.check`): an ACCEPTED resting order
@@ -183,7 +183,7 @@ class Canceller:
         self._queries: dict[int, LiveOrder] = {}  # order id -> entry: to ask the venue
         self._asking: dict[int, LiveOrder] = {}  # queries sent, not answered
         self._for_cancel: set[int] = set()  # order ids queried for what a cancel did
-        self._one_by_one = False  # a query for what a cancel did failed: answers must name
+        self._one_by_one = False  # no queries, or one for what a cancel did failed
         self._missing_told: set[int] = set()  # not listed, not queryable: warned once
         self._next_id = 1
         self.external = 0
@@ -331,8 +331,8 @@ class Canceller:
                              self.unavailable_reason)  # fmt: skip
             return None
         by_cli = [e for e in queued.values() if e.order_id is None]
-        # Without queryOrder an answer must name each order: one per call (cancelEntrust).
-        most = 1 if self._one_by_one or not self.queries_available else self.max_batch
+        # Without queries an answer must name each order: one per call (cancelEntrust).
+        most = 1 if self._one_by_one else self.max_batch
         entries = by_cli[:1] if by_cli else list(queued.values())[:most]
         for entry in entries:
             del queued[entry.client_order_id]
@@ -368,6 +368,7 @@ class Canceller:
                     " the venue no longer lists keeps its last known state", reason)  # fmt: skip
         self.queries_available = False
         self.queries_unavailable_reason = reason
+        self._one_by_one = True
         waiting = list(self._queries.values())
         self._queries.clear()
         for entry in waiting:

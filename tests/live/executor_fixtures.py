@@ -92,9 +92,8 @@ async def trading(
     if base_url is None:
         assert twin is not None, "trading() needs a twin or a base_url"
         base_url = twin.base_url
-    url = base_url
     async with RestClient(
-        url, DEMO_API_KEY, signer, observer=observer, timeout=timeout, order_paths=order_paths
+        base_url, DEMO_API_KEY, signer, observer=observer, timeout=timeout, order_paths=order_paths
     ) as rest:
         events: list[Event] = []
         engine, executor = build_execution(
