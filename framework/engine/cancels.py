@@ -39,7 +39,8 @@ runs it lists them again now and then (:meth:`Canceller.check`): an ACCEPTED res
 the list lacks, cancelled or filled behind its back (a person at the venue's website, the
 venue itself), is queried and ends as the venue's record says (without queryOrder, it is
 reported once in a warning and keeps its state: the list shows it no longer rests, not
-whether it filled or was cancelled).
+whether it filled or was cancelled). What a record says has filled of an order is the
+least that has: its matches listed later count only beyond it (they may be the same fills).
 
 Pure: no I/O, time passed in. Written here rather than taken from a library: it is the
 engine's own bookkeeping of its intents.
@@ -50,12 +51,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from decimal import Decimal
-from typing import Final, Protocol
+from typing import Final
 
 import attrs
 
 from framework.engine.events import CancelRejected, Event
 from framework.engine.intents import OrderStatus
+from framework.engine.open_orders import VenueOrder
 from framework.engine.outcomes import Outcomes
 from framework.engine.reconcile import Ledger, LiveOrder
 from framework.engine.risk import FRAMEWORK_CODES, NOT_SENT, is_resting
@@ -70,7 +72,6 @@ __all__ = [
     "CancelAnswer",
     "CancelBatch",
     "Canceller",
-    "VenueOrder",
 ]
 
 log = logging.getLogger("framework.execution")
@@ -94,30 +95,6 @@ CANCELED: Final = OrderStatus.CANCELED
 FILLED: Final = OrderStatus.FILLED
 PENDING: Final = OrderStatus.PENDING
 UNKNOWN: Final = OrderStatus.UNKNOWN
-
-
-class VenueOrder(Protocol):
-    """What the engine reads of a venue's order record (open-order list, queryOrder)."""
-
-    @property
-    def client_order_id(self) -> str | None:
-        """The clientOrderId the order was created with."""
-        ...
-
-    @property
-    def entrust_id(self) -> int | None:
-        """The venue's order id."""
-        ...
-
-    @property
-    def filled_quantity(self) -> Decimal | None:
-        """How much of it has filled, when told."""
-        ...
-
-    @property
-    def state(self) -> str:
-        """'open', 'filled', 'canceled' or 'unknown'."""
-        ...
 
 
 @attrs.frozen(slots=True)
@@ -410,7 +387,7 @@ class Canceller:
                 if ended:
                     continue  # it ended meanwhile (a query's record, its fills): said already
                 if entry.order_id is None and answer.order_id is not None:
-                    self._ledger.bind(entry, answer.order_id)
+                    self._outcomes.bind(entry, answer.order_id)
                 canceled.append((entry, answer.filled))
             else:
                 self._refuse(entry.strategy, entry.client_order_id, answer.code,
@@ -502,7 +479,7 @@ class Canceller:
         if entry.order_id is None and record.entrust_id is not None:
             if coid != entry.client_order_id:
                 return "external"  # only a record naming the intent's own id is evidence
-            ledger.bind(entry, record.entrust_id)
+            self._outcomes.bind(entry, record.entrust_id)
         filled = record.filled_quantity
         if state == "canceled":
             self._cancelled([entry], filled, "the venue reports it canceled")
@@ -513,6 +490,8 @@ class Canceller:
         if state == "open" and entry.status is UNKNOWN:
             self._outcomes.found_open(entry, filled)
             return "adopted"
+        if filled is not None and entry.status is ACCEPTED:
+            self._outcomes.raise_filled(entry, filled)  # the least that has filled
         if entry.status is ACCEPTED and not is_resting(entry.order):
             self._ledger.retire(entry)  # it cannot rest: no state to wait for
         return "open"
@@ -545,10 +524,11 @@ class Canceller:
         Only an absence is acted on: a tracked ACCEPTED resting order the list names neither
         by clientOrderId nor by orderId is queried, and its record decides (cancelled or
         filled behind the node's back, or still resting: the list was read before it
-        rested). The records themselves are not applied: the list was read a while ago and
-        the engine may know more since (a match claimed for a doubt group, a fill), so an
-        UNKNOWN order keeps its doubt and nothing is adopted. An order with a cancel on its
-        way or a query out is left to that answer. Returns counts: listed, missing (queried).
+        rested). Of the records, only what one says has filled of a tracked ACCEPTED order is
+        taken, as the least that has (never lowering what is known). The list was read a
+        while ago and the engine may know more since (a match claimed for a doubt group), so
+        an UNKNOWN order keeps its doubt and nothing is adopted. An order with a cancel on
+        its way or a query out is left to that answer. Returns counts: listed, missing.
         """
         by_client: set[str] = set()
         by_id: set[int] = set()
@@ -559,6 +539,7 @@ class Canceller:
                 by_client.add(record.client_order_id)
             if record.entrust_id is not None:
                 by_id.add(record.entrust_id)
+            self._floor(record)
         missing = 0
         told = self._missing_told
         if told:  # listed again (read before it rested), or no longer tracked: forgotten
@@ -583,6 +564,16 @@ class Canceller:
             self._queries[order_id] = entry
         self._outcomes.counts["orders_missing"] += missing
         return {"listed": listed, "missing": missing}
+
+    def _floor(self, record: VenueOrder) -> None:
+        """A listed ACCEPTED order's filled quantity, the least that has filled of it."""
+        filled = record.filled_quantity
+        if not filled or record.entrust_id is None:
+            return
+        entry = self._ledger.by_order_id.get(record.entrust_id)
+        if (entry is not None and entry.status is ACCEPTED
+                and record.client_order_id in (None, entry.client_order_id)):  # fmt: skip
+            self._outcomes.raise_filled(entry, filled)
 
     def _cancelled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:
         self._outcomes.canceled(entries, filled, why)

@@ -49,14 +49,14 @@ from typing import Final
 
 from framework.engine import recovery
 from framework.engine.batching import Batcher, backoff_s
-from framework.engine.cancels import CancelAnswer, CancelBatch, Canceller, VenueOrder
+from framework.engine.cancels import CancelAnswer, CancelBatch, Canceller
 from framework.engine.client_ids import ClientIdError, ClientIdGenerator
 from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.fills import FillLinker
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalProtocol, StatusRow
-from framework.engine.open_orders import OpenOrder, open_orders
+from framework.engine.open_orders import OpenOrder, VenueOrder, open_orders
 from framework.engine.outcomes import COUNTER_NAMES, Outcomes
 from framework.engine.reconcile import Batch, Ledger, LiveOrder, order_input
 from framework.engine.risk import (
@@ -291,7 +291,8 @@ class ExecutionEngine:
         members = {e.client_order_id: e for e in batch.entries}
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
-        bind = self._ledger.bind
+        bind = outcomes.bind
+        grown: list[LiveOrder] = []  # bound to matches found external before its answer
         strangers = 0
         for result in results:
             entry = members.pop(result.client_order_id, None)
@@ -300,7 +301,8 @@ class ExecutionEngine:
                 continue
             order_id = result.order_id
             entry.status = ACCEPTED
-            bind(entry, order_id)
+            if bind(entry, order_id):
+                grown.append(entry)
             if entry.booked and not is_resting(entry.order):
                 self._risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
                 entry.booked = False
@@ -329,6 +331,9 @@ class ExecutionEngine:
                 msg = FRAMEWORK_CODES[MISSING_FROM_ANSWER]
                 outcomes.reject(list(members.values()), MISSING_FROM_ANSWER, msg, now, rows, events)
         outcomes.emit(rows, events)
+        for entry in grown:
+            if entry.status is ACCEPTED and entry.filled >= entry.order.quantity:
+                outcomes.filled(entry)
         fills.release_early()
         self._answered(batch)
 

@@ -3,8 +3,9 @@
 A match carries the venue's orderId (``entrustId``), never a clientOrderId. The
 :class:`FillLinker` links a match to an intent only on evidence that names it:
 
-* the orderId an answer bound to the intent (every match of it adds to its fill; FILLED when
-  they add up to its quantity), or one filled lately (a late match still names its intent);
+* the orderId an answer bound to the intent (every match of it adds to its fill, beyond what a
+  venue record of it said had filled; FILLED when they add up to its quantity), or one filled
+  lately (a late match still names its intent);
 * the only UNKNOWN intent the match agrees with in pair, side and quantity (FILLED);
 * with several such intents in doubt, no intent: the orderId is counted for their doubt group
   (``candidates`` on the match), which is settled by count (see
@@ -125,11 +126,13 @@ class FillLinker:
             self._unkeep(match)
             self._publish(self.decide(match))
             return
-        if order_id is not None and order_id in ledger.by_order_id:
+        entry = ledger.by_order_id.get(order_id) if order_id is not None else None
+        if entry is not None:
             # The order was adopted at this start (the venue's list named it by its client
-            # order id): the match is its, and its fill is in the record's filled quantity
-            # (it filled before the list was read). Not counted for the group as well.
+            # order id): the match is its, and counts for it beyond what its record said had
+            # filled (it filled before the list was read). Not counted for the group as well.
             self._unkeep(match)
+            self._fill(entry, match)
             return
         group = ledger.claimed.get(order_id) if order_id is not None else None
         if group is None:
@@ -155,7 +158,16 @@ class FillLinker:
             self.outcomes.dirty = True
 
     def _external(self, match: MatchRecord) -> MatchFilled:
-        self.outcomes.counts["matches_external"] += 1
+        outcomes = self.outcomes
+        outcomes.counts["matches_external"] += 1
+        ledger = outcomes.ledger
+        if match.entrust_id is not None and (ledger.unknown or ledger.unlinked):
+            # An intent's order in doubt, perhaps: its record may name it later (adoption at
+            # the next start). Kept in the journal until then, so a restart still counts it.
+            for forgotten in ledger.note_unlinked(match):
+                self._unkeep(forgotten)
+            if ledger.unknown:
+                self._keep(match, delivered=True)
         return MatchFilled(match, None, True)
 
     def _linked(self, match: MatchRecord, entry: LiveOrder) -> MatchFilled:
@@ -164,15 +176,8 @@ class FillLinker:
         return MatchFilled(linked, entry.strategy, False)
 
     def _fill(self, entry: LiveOrder, match: MatchRecord) -> None:
-        quantity = match.quantity or Decimal(0)
         outcomes = self.outcomes
-        if entry.booked:
-            left = entry.order.quantity - entry.filled
-            outcomes.risk.release(entry.order.pair_name, min(quantity, left), entry.price)
-        entry.filled += quantity
-        if self._journal is not None:
-            self._journal.set_filled(entry.client_order_id, entry.filled)
-            outcomes.dirty = True
+        outcomes.add_matched(entry, match.quantity or Decimal(0))
         if entry.status is OrderStatus.ACCEPTED and entry.filled >= entry.order.quantity:
             outcomes.filled(entry)
 

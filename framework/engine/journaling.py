@@ -49,6 +49,8 @@ class JournalEntry:
     code: int | None = None
     msg: str | None = None
     filled: Decimal = Decimal(0)
+    matched: Decimal | None = None
+    """The sum of its matches, when a venue record said more had filled (None: filled)."""
 
 
 class JournalProtocol(IdSource, Protocol):
@@ -76,8 +78,10 @@ class JournalProtocol(IdSource, Protocol):
         """Buffer status changes."""
         ...
 
-    def set_filled(self, client_order_id: str, filled: Decimal) -> None:
-        """Buffer the quantity matched so far for an intent."""
+    def set_filled(
+        self, client_order_id: str, filled: Decimal, matched: Decimal | None = None
+    ) -> None:
+        """Buffer what has filled of an intent, and its matches' sum when that is less."""
         ...
 
     def commit(self) -> None:

@@ -2,12 +2,14 @@
 
 What the engine tracks of its orders lives in the ledger (:mod:`framework.engine.reconcile`);
 this is the read a strategy gets (``Strategy.open_orders``), each order as a frozen
-:class:`OpenOrder`. Cancels (:mod:`framework.engine.cancels`) keep the set true to the venue.
+:class:`OpenOrder`. Cancels (:mod:`framework.engine.cancels`) keep the set true to the venue
+by the venue's order records (:class:`VenueOrder`: its open-order list, queryOrder).
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Protocol
 
 import attrs
 
@@ -15,7 +17,31 @@ from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.reconcile import Ledger
 from framework.engine.risk import is_resting
 
-__all__ = ["OpenOrder", "open_orders"]
+__all__ = ["OpenOrder", "VenueOrder", "open_orders"]
+
+
+class VenueOrder(Protocol):
+    """What the engine reads of a venue's order record (open-order list, queryOrder)."""
+
+    @property
+    def client_order_id(self) -> str | None:
+        """The clientOrderId the order was created with."""
+        ...
+
+    @property
+    def entrust_id(self) -> int | None:
+        """The venue's order id."""
+        ...
+
+    @property
+    def filled_quantity(self) -> Decimal | None:
+        """How much of it has filled, when told."""
+        ...
+
+    @property
+    def state(self) -> str:
+        """'open', 'filled', 'canceled' or 'unknown'."""
+        ...
 
 
 @attrs.frozen(slots=True)

@@ -24,6 +24,8 @@ __all__ = ["COUNTER_NAMES", "Outcomes"]
 
 log = logging.getLogger("framework.execution")
 
+_ZERO: Final = Decimal(0)
+
 COUNTER_NAMES: Final = (
     "orders_submitted",
     "orders_sent",
@@ -204,8 +206,9 @@ class Outcomes:
     def found_open(self, entry: LiveOrder, filled: Decimal | None) -> None:
         """An UNKNOWN order the venue lists by its clientOrderId: ACCEPTED on that evidence.
 
-        What its record says has filled is taken (those fills' matches came, if they came,
-        as external: its order id was unknown then); later matches add to it.
+        What its record says has filled is the least that has: matches of it found external
+        before (its order id was unknown then) are its own now, and its matches count beyond
+        the record as far as their sum goes past it (:meth:`raise_filled`).
         """
         self.ledger.clear_doubt(entry)
         entry.status = ACCEPTED
@@ -222,18 +225,60 @@ class Outcomes:
         )  # fmt: skip
         self.emit([row], [event])
 
+    def bind(self, entry: LiveOrder, order_id: int) -> bool:
+        """The venue named entry's order id: its matches found external before count for it.
+        True when there were any (what has filled grew: the caller checks for FILLED)."""
+        taken = self.ledger.bind(entry, order_id)
+        if not taken:
+            return False
+        for match in taken:
+            if self._journal is not None:
+                self._journal.drop_match(match.id)  # counted in what has filled from now on
+            entry.matched += match.quantity or _ZERO
+        if not self._grow(entry) and entry.reported and self._journal is not None:
+            self._keep_filled(entry)
+        return True
+
+    def add_matched(self, entry: LiveOrder, quantity: Decimal) -> None:
+        """A match linked to entry: its matches' sum grows, and what has filled with it."""
+        entry.matched += quantity
+        if not self._grow(entry) and entry.reported and self._journal is not None:
+            self._keep_filled(entry)  # within the record's word: the sum is kept all the same
+
     def raise_filled(self, entry: LiveOrder, filled: Decimal) -> None:
-        """The venue's record of the order says more has filled than is known: its word
-        (what the risk gate held for that part is given back)."""
-        grown = min(filled, entry.order.quantity) - entry.filled
+        """A venue record of the order says so much has filled: the least that has.
+
+        Its matches count from then on only as far as their sum goes beyond it: a match
+        listed after the record may be one the record counted already.
+        """
+        filled = min(filled, entry.order.quantity)
+        if filled > entry.reported:
+            entry.reported = filled
+            if not self._grow(entry) and self._journal is not None:
+                self._keep_filled(entry)  # the record's word is kept: the sum is less
+
+    def _grow(self, entry: LiveOrder) -> bool:
+        """What has filled is the more of the matches' sum and the record's word; what the
+        risk gate held for the part that grew is given back. True when it grew."""
+        known = entry.matched if entry.matched >= entry.reported else entry.reported
+        grown = known - entry.filled
         if grown <= 0:
-            return
+            return False
         if entry.booked:
-            self.risk.release(entry.order.pair_name, grown, entry.price)
-        entry.filled += grown
+            left = entry.order.quantity - entry.filled
+            if left > 0:
+                self.risk.release(entry.order.pair_name, min(grown, left), entry.price)
+        entry.filled = known
         if self._journal is not None:
-            self._journal.set_filled(entry.client_order_id, entry.filled)
-            self.dirty = True
+            self._keep_filled(entry)
+        return True
+
+    def _keep_filled(self, entry: LiveOrder) -> None:
+        """Journal what has filled, and the matches' sum when a record said more."""
+        assert self._journal is not None
+        matched = entry.matched if entry.reported else None
+        self._journal.set_filled(entry.client_order_id, entry.filled, matched)
+        self.dirty = True
 
     def lost(self, expired: list[LiveOrder], window_s: float) -> None:
         """LOST: no answer and no evidence within the window; said loudly."""

@@ -47,12 +47,16 @@ __all__ = [
     "revive",
 ]
 
+_ZERO: Final = Decimal(0)
+
 DONE_MEMORY: Final = 16_384
 """How many filled or group-settled orders' ids the ledger remembers to link late matches.
 
 A late match of an order already filled arrives within the match poll's re-read window
 (seconds); the oldest ids are forgotten first, so memory stays flat on a daemon that trades
 for weeks (a few MB at most)."""
+UNLINKED_MEMORY: Final = 4096
+"""How many orderIds of external matches the ledger keeps while intents are in doubt."""
 DONE_CHUNK: Final = 1024
 """Ids per generation of that memory; the oldest generation is forgotten whole.
 
@@ -75,8 +79,10 @@ class LiveOrder:
     price: Decimal | None  # the risk reference price it was booked at
     booked: bool  # counted in the risk gate's open quantity
     order_id: int | None = None
-    filled: Decimal = Decimal(0)
+    filled: Decimal = Decimal(0)  # what is known to have filled: max(matched, reported)
     unknown_since_ms: int = 0
+    matched: Decimal = Decimal(0)  # the sum of the matches linked to it
+    reported: Decimal = Decimal(0)  # the most a venue record of it said had filled
 
 
 @attrs.define(slots=True, eq=False)
@@ -125,6 +131,9 @@ def revive(
         booked,
         saved.order_id,
         saved.filled,
+        # Its matches' sum, when a record said more had filled (else they are what filled).
+        matched=saved.filled if saved.matched is None else saved.matched,
+        reported=saved.filled if saved.matched is not None else _ZERO,
     )
 
 
@@ -190,6 +199,7 @@ class Ledger:
         "live",
         "unfilled",
         "unknown",
+        "unlinked",
     )
 
     def __init__(self, *, done_memory: int = DONE_MEMORY) -> None:
@@ -202,6 +212,9 @@ class Ledger:
         # order of acceptance (an OrderedDict: popping the oldest is O(1)). An order leaves it
         # when it leaves the ledger, so it holds only what is still unfilled.
         self.unfilled: OrderedDict[str, int] = OrderedDict()
+        # Matches found external while intents were in doubt, by orderId. Bound to an intent
+        # later (its record or its answer named the order), they are its matches: see bind.
+        self.unlinked: dict[int, list[MatchRecord]] = {}
         # Generations of remembered ids, oldest first; the last one takes new ids.
         self._done: deque[dict[int, Link]] = deque([{}])
         chunk = max(1, min(DONE_CHUNK, done_memory))
@@ -211,10 +224,31 @@ class Ledger:
         """Track an intent."""
         self.live[entry.client_order_id] = entry
 
-    def bind(self, entry: LiveOrder, order_id: int) -> None:
-        """The venue named the intent's order id."""
+    def bind(self, entry: LiveOrder, order_id: int) -> list[MatchRecord]:
+        """The venue named the intent's order id; returns its matches found external before
+        (see note_unlinked), its own now (the caller counts them)."""
         entry.order_id = order_id
         self.by_order_id[order_id] = entry
+        if self.unlinked:
+            return self.unlinked.pop(order_id, [])
+        return []
+
+    def note_unlinked(self, match: MatchRecord) -> list[MatchRecord]:
+        """Remember a match of an order nobody named while intents are in doubt: an UNKNOWN
+        intent's record may name that order later. Returns the matches it forgets (nothing is
+        in doubt any more, or more orders than UNLINKED_MEMORY)."""
+        unlinked = self.unlinked
+        if not self.unknown:
+            forgotten = [m for matches in unlinked.values() for m in matches]
+            unlinked.clear()
+            return forgotten
+        order_id = match.entrust_id
+        assert order_id is not None
+        forgotten = []
+        if order_id not in unlinked and len(unlinked) >= UNLINKED_MEMORY:
+            forgotten = unlinked.pop(next(iter(unlinked)))
+        unlinked.setdefault(order_id, []).append(match)
+        return forgotten
 
     def doubt(self, entry: LiveOrder, now_ms: int) -> None:
         """The intent's outcome is unknown from now on."""

@@ -47,7 +47,10 @@ __all__ = ["Journal"]
 
 log = logging.getLogger("framework.journal")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""2 added intents.matched and log.matched (version 1 files are brought up to it at open; a
+version 1 process still running on the file folds the log as before, losing only the
+matches' sums of orders a record said more of: see Journal.set_filled)."""
 COMPACT_AFTER: Final = 256
 """Log rows (commits) after which an idle executor starts folding the log."""
 COMPACT_CHUNK: Final = 32
@@ -78,7 +81,8 @@ CREATE TABLE IF NOT EXISTS intents (
     msg TEXT,
     filled TEXT NOT NULL DEFAULT '0',
     created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL
+    updated_ms INTEGER NOT NULL,
+    matched TEXT
 );
 CREATE INDEX IF NOT EXISTS intents_open ON intents (owner, status)
     WHERE status IN ('PENDING', 'UNKNOWN', 'ACCEPTED');
@@ -87,7 +91,8 @@ CREATE TABLE IF NOT EXISTS log (
     adds BLOB,
     marks BLOB,
     updates BLOB,
-    filled BLOB
+    filled BLOB,
+    matched BLOB
 );
 CREATE TABLE IF NOT EXISTS match_cursors (pair TEXT PRIMARY KEY, match_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS match_windows (pair TEXT PRIMARY KEY, floor INTEGER);
@@ -106,22 +111,24 @@ CREATE TABLE IF NOT EXISTS log_ids (coin TEXT PRIMARY KEY, log_id INTEGER NOT NU
 _INSERT: Final = (
     "INSERT OR IGNORE INTO intents (client_order_id, owner, strategy, pair, is_long, quantity,"
     " price, is_market, lever, match_type, position_type, user_id, tag, status, code, msg,"
-    " created_ms, updated_ms, sent, order_id, filled)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " created_ms, updated_ms, sent, order_id, filled, matched)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Positions in an add row (see Journal.add) of the fields later writes change.
 _STATUS, _CODE, _MSG, _UPDATED, _SENT, _ORDER_ID, _FILLED_AT = 13, 14, 15, 17, 18, 19, 20
+_MATCHED_AT: Final = 21
 _MARK: Final = "UPDATE intents SET sent = ? WHERE client_order_id = ?"
 _UPDATE: Final = (
     "UPDATE intents SET status = ?, order_id = coalesce(?, order_id), code = ?, msg = ?,"
     " updated_ms = ? WHERE client_order_id = ?"
 )
 _FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
+_MATCHED: Final = "UPDATE intents SET matched = ? WHERE client_order_id = ?"
 _SEEN: Final = "SELECT match_id FROM seen_matches WHERE pair = ?"
 _LOAD: Final = (
     "SELECT client_order_id, strategy, pair, is_long, quantity, price, is_market, lever,"
     " match_type, position_type, user_id, tag, status, sent, order_id, code, msg, filled,"
-    " created_ms FROM intents WHERE owner = ? AND status IN ('PENDING', 'UNKNOWN', 'ACCEPTED')"
+    " created_ms, matched FROM intents WHERE owner = ? AND status IN ('PENDING', 'UNKNOWN', 'ACCEPTED')"
     " ORDER BY rowid"
 )
 
@@ -136,6 +143,8 @@ class Journal:
         self._marks: list[tuple[int, str]] = []
         self._updates: list[StatusRow] = []
         self._filled: list[tuple[str, str]] = []
+        # In a log column of its own: a version 1 process sharing the file folds the rest.
+        self._matched: list[tuple[str, str]] = []
         # match id -> kept row, or None to forget it; the last write of an id wins
         self._kept: dict[int, tuple[int, str, int, bytes] | None] = {}
         self._user_ids: set[str] = set()  # ids strategies chose: in the file at open, or added
@@ -167,10 +176,14 @@ class Journal:
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (SCHEMA_VERSION,),
         )
-        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if version is None or version[0] != SCHEMA_VERSION:
+        version = _version(conn)
+        if version == 1:
+            version = _upgrade_from_1(conn)
+        if version != SCHEMA_VERSION:
             conn.close()
-            raise RuntimeError(f"journal {name}: schema version {version!r}, expected 1")
+            raise RuntimeError(
+                f"journal {name}: schema version {version!r}, expected {SCHEMA_VERSION}"
+            )
         journal = cls(conn, name)
         journal.compact()
         # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of
@@ -265,9 +278,13 @@ class Journal:
         """Buffer status changes."""
         self._updates.extend(rows)
 
-    def set_filled(self, client_order_id: str, filled: Decimal) -> None:
-        """Buffer the matched quantity of an intent."""
+    def set_filled(
+        self, client_order_id: str, filled: Decimal, matched: Decimal | None = None
+    ) -> None:
+        """Buffer what has filled of an intent, and its matches' sum when that is less."""
         self._filled.append((str(filled), client_order_id))
+        if matched is not None:
+            self._matched.append((str(matched), client_order_id))
 
     def keep_match(self, owner: str, match: MatchRecord, delivered: bool) -> None:
         """Buffer a match the engine keeps (held, or counted for a group)."""
@@ -298,22 +315,24 @@ class Journal:
 
     def _log_row(self) -> bool:
         """Write the buffered intent changes as one log row (no transaction of its own)."""
-        if not (self._adds or self._marks or self._updates or self._filled):
+        if not (self._adds or self._marks or self._updates or self._filled or self._matched):
             return False
         row = (
             orjson.dumps(self._adds) if self._adds else None,
             orjson.dumps(self._marks) if self._marks else None,
             orjson.dumps(self._updates) if self._updates else None,
             orjson.dumps(self._filled) if self._filled else None,
+            orjson.dumps(self._matched) if self._matched else None,
         )
         self._conn.execute(
-            "INSERT INTO log (adds, marks, updates, filled) VALUES (?, ?, ?, ?)", row
+            "INSERT INTO log (adds, marks, updates, filled, matched) VALUES (?, ?, ?, ?, ?)", row
         )
         self.log_rows += 1
         self._adds.clear()
         self._marks.clear()
         self._updates.clear()
         self._filled.clear()
+        self._matched.clear()
         return True
 
     def _transaction(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
@@ -350,17 +369,17 @@ class Journal:
         conn.execute("BEGIN IMMEDIATE")
         try:
             rows = conn.execute(
-                "SELECT id, adds, marks, updates, filled FROM log ORDER BY id LIMIT ?",
+                "SELECT id, adds, marks, updates, filled, matched FROM log ORDER BY id LIMIT ?",
                 (-1 if limit is None else limit,),
             ).fetchall()
             # Coalesce: an intent added in this chunk is inserted once, in its last state;
             # changes to intents folded earlier are applied in log order.
             fresh: dict[str, list[Any]] = {}
             older: list[tuple[str, Sequence[Any]]] = []
-            for _id, adds, marks, updates, filled in rows:
+            for _id, adds, marks, updates, filled, matched in rows:
                 if adds is not None:
                     for add in orjson.loads(adds):
-                        add.extend((0, None, "0"))
+                        add.extend((0, None, "0", None))
                         fresh.setdefault(add[0], add)
                 if marks is not None:
                     for flag, coid in orjson.loads(marks):
@@ -383,6 +402,12 @@ class Journal:
                             row[_FILLED_AT] = amount
                         else:
                             older.append((_FILLED, (amount, coid)))
+                if matched is not None:
+                    for amount, coid in orjson.loads(matched):
+                        if (row := fresh.get(coid)) is not None:
+                            row[_MATCHED_AT] = amount
+                        else:
+                            older.append((_MATCHED, (amount, coid)))
             conn.executemany(_INSERT, fresh.values())
             for sql, params in older:
                 conn.execute(sql, params)
@@ -418,7 +443,7 @@ class Journal:
         for row in self._conn.execute(_LOAD, (owner,)):
             (coid, strategy, pair, is_long, quantity, price, is_market, lever, match_type,
              position_type, user_id, tag, status, sent, order_id, code, msg, filled,
-             created_ms) = row  # fmt: skip
+             created_ms, matched) = row  # fmt: skip
             intent = OrderIntent(
                 pair=pair,
                 is_long=bool(is_long),
@@ -443,6 +468,7 @@ class Journal:
                     code=code,
                     msg=msg,
                     filled=Decimal(filled),
+                    matched=None if matched is None else Decimal(matched),
                 )
             )
         return out
@@ -526,3 +552,29 @@ class Journal:
             " ON CONFLICT (coin) DO UPDATE SET log_id = excluded.log_id",
             (coin, log_id),
         )
+
+
+def _version(conn: sqlite3.Connection) -> object:
+    """The schema version the file says it has (None when it says none)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return None if row is None else row[0]
+
+
+def _upgrade_from_1(conn: sqlite3.Connection) -> object:
+    """Bring a version 1 file to version 2 (one transaction; another process may race)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _version(conn)
+        if version == 1:
+            for table, kind in (("intents", "TEXT"), ("log", "BLOB")):
+                columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                if "matched" not in columns:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN matched {kind}")
+            conn.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
+            version = 2
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    log.info("journal: brought up to schema version %s", version)
+    return version

@@ -6,6 +6,7 @@ import sqlite3
 from decimal import Decimal
 from pathlib import Path
 
+import orjson
 import pytest
 
 from framework.engine.client_ids import ClientIdError, ClientIdGenerator
@@ -14,9 +15,10 @@ from framework.engine.events import Event, OrderUpdate
 from framework.engine.execution import ExecutionEngine, ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.live.journal import CACHE_SIZE, Journal
-from framework.venue.errors import BusyError
+from framework.venue.errors import BusyError, ServerFault
 from framework.venue.models import MatchRecord, MatchType, OrderResult, PositionType
 from framework.venue.rules import PairRules
+from tests.engine.test_cancels import Record
 
 START_MS = 1_700_000_000_000
 
@@ -353,3 +355,145 @@ def test_the_journal_keeps_a_small_page_cache(tmp_path: Path) -> None:
         assert journal._conn.execute("PRAGMA cache_size").fetchone()[0] == CACHE_SIZE == -256
     finally:
         journal.close()
+
+
+def unknown_then_adopted(path: Path, clock: VirtualClock, filled: str) -> str:
+    """Run 1: one 0.1 intent whose answer is lost (UNKNOWN). Run 2: the venue's list names it
+    resting as order 700 with filled as its record's fill. Returns its client order id."""
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [])
+    coid = engine.submit("s", intent(0))
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    journal.close()
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [])
+    engine.restore()
+    assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal(filled), "open")])["adopted"] == 1
+    engine.recover()
+    journal.close()
+    return coid
+
+
+def test_what_a_record_said_had_filled_stays_a_floor_after_a_restart(tmp_path: Path) -> None:
+    # Run 3 restarts once more; the fill the record counted is listed only now. Restored as
+    # the matches' sum, the record's 0.06 took that match on top of it: FILLED at 0.12.
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    coid = unknown_then_adopted(path, clock, "0.06")
+    events: list[Event] = []
+    engine = engine_on(Journal.open(path), clock, events)
+    engine.recover()
+    engine.attribute(MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.06")))
+    assert engine.status(coid) is OrderStatus.ACCEPTED
+    assert [o.filled for o in engine.open_orders()] == [Decimal("0.06")]
+    engine.attribute(MatchRecord(id=2, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.04")))
+    assert [e.status for e in events if isinstance(e, OrderUpdate)][-1] is OrderStatus.FILLED
+
+
+def test_a_match_within_the_records_word_is_kept_for_the_next_restart(tmp_path: Path) -> None:
+    # Run 3 links the fill the record counted (what has filled stays 0.06) and is killed;
+    # run 4 gets the last 0.04. Had run 3 not kept its matches' sum, run 4 knew none of
+    # them: 0.04 matched, still 0.06 filled, and the order never FILLED.
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    coid = unknown_then_adopted(path, clock, "0.06")
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [])
+    engine.recover()
+    engine.attribute(MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.06")))
+    engine.flush()
+    journal.close()
+    events: list[Event] = []
+    engine = engine_on(Journal.open(path), clock, events)
+    engine.recover()
+    assert [o.filled for o in engine.open_orders()] == [Decimal("0.06")]
+    engine.attribute(MatchRecord(id=2, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.04")))
+    assert [(e.client_order_id, e.status) for e in events if isinstance(e, OrderUpdate)] == [
+        (coid, OrderStatus.FILLED)
+    ]
+
+
+def test_a_version_1_journal_is_brought_up_to_version_2_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [])
+    coid = engine.submit("s", intent(0))
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_results(batch, [OrderResult(client_order_id=coid, order_id=555)])
+    journal.close()
+    # As version 1 left it: no matched column, and a log row of (filled, id) pairs unfolded.
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE intents DROP COLUMN matched")
+    conn.execute("ALTER TABLE log DROP COLUMN matched")
+    conn.execute("UPDATE meta SET value = 1 WHERE key = 'schema_version'")
+    conn.execute("INSERT INTO log (filled) VALUES (?)", (orjson.dumps([["0.04", coid]]),))
+    conn.commit()
+    conn.close()
+    journal = Journal.open(path)
+    (entry,) = journal.load_open("pf")
+    assert (entry.client_order_id, entry.filled, entry.matched) == (coid, Decimal("0.04"), None)
+    journal.close()
+    version = sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'schema_version'")
+    assert version.fetchone() == (2,)
+    events: list[Event] = []
+    engine = engine_on(Journal.open(path), clock, events)
+    engine.recover()
+    engine.attribute(MatchRecord(id=1, entrust_id=555, symbol="ETH-USD", quantity=Decimal("0.06")))
+    assert [e.status for e in events if isinstance(e, OrderUpdate)] == [OrderStatus.FILLED]
+
+
+def test_a_journal_of_a_newer_version_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    Journal.open(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = 3 WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(RuntimeError, match="schema version 3, expected 2"):
+        Journal.open(path)
+
+
+def test_a_fill_found_external_before_a_restart_is_the_adopted_orders_after_it(
+    tmp_path: Path,
+) -> None:
+    # Run 1: the intent is in doubt and its order 700 fills 0.06: external then (no answer
+    # named 700). Run 2: the list names it resting with 0.06 filled; its last 0.04 fills it.
+    # Had the 0.06 been forgotten at the kill, 0.04 matched stayed under the record's 0.06
+    # and the order never FILLED.
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, [])
+    coid = engine.submit("s", intent(0))
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    found = engine.attribute(
+        MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.06"))
+    )
+    assert found is not None and found.external
+    engine.flush()
+    journal.close()
+    events: list[Event] = []
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, events)
+    engine.restore()
+    engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.06"), "open")])
+    engine.recover()
+    assert [o.filled for o in engine.open_orders()] == [Decimal("0.06")]
+    engine.attribute(MatchRecord(id=2, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.04")))
+    assert [(e.client_order_id, e.status) for e in events if isinstance(e, OrderUpdate)][-1] == (
+        coid,
+        OrderStatus.FILLED,
+    )
+    assert journal.load_matches("pf") == []  # counted: no longer kept
+    journal.close()

@@ -1,0 +1,113 @@
+"""What a venue record says has filled of an order is the least that has: matches listed
+after the record may be fills it counted already, so they count only beyond it."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from framework.engine.events import OrderUpdate
+from framework.engine.intents import OrderStatus
+from framework.engine.risk import RiskSettings
+from framework.venue.errors import BusyError, ServerFault
+from framework.venue.models import OrderResult
+from tests.engine.test_cancels import Record, accepted, unknown, updates
+from tests.engine.test_execution import intent, make, match
+from tests.engine.test_risk import engine_with
+
+
+def filled(engine: object) -> list[Decimal]:
+    """What has filled of each open order."""
+    return [o.filled for o in engine.open_orders()]  # type: ignore[attr-defined]
+
+
+def test_an_adopted_orders_fill_listed_after_its_record_is_not_counted_twice() -> None:
+    # The record (read at start) says 0.06 of 0.1 filled; that fill's match is listed only
+    # afterwards. Counted on top of the record, it made 0.12: FILLED while 0.04 still rested.
+    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    coid = unknown(engine)
+    assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.06"), "open")])["adopted"] == 1
+    assert engine.attribute(match(1, 700, "0.06")) is not None
+    assert engine.status(coid) is OrderStatus.ACCEPTED
+    assert filled(engine) == [Decimal("0.06")]
+    assert engine.open_quantity("ETH-USD") == Decimal("0.04")  # what still rests
+    engine.attribute(match(2, 700, "0.04"))
+    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+    assert engine.open_quantity("ETH-USD") == 0
+
+
+def test_matches_count_beyond_the_record_once_their_sum_passes_it() -> None:
+    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    coid = unknown(engine)
+    engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.05"), "open")])
+    engine.attribute(match(1, 700, "0.03"))  # within the record's 0.05
+    assert filled(engine) == [Decimal("0.05")]
+    engine.attribute(match(2, 700, "0.03"))  # 0.06 matched: past it
+    assert filled(engine) == [Decimal("0.06")]
+    assert engine.open_quantity("ETH-USD") == Decimal("0.04")
+    engine.attribute(match(3, 700, "0.04"))
+    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+
+
+def test_an_open_order_check_raises_what_has_filled_and_its_late_match_adds_nothing() -> None:
+    engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    (coid,) = accepted(engine, 1)  # 0.1, order 100
+    engine.attribute(match(1, 100, "0.02"))
+    engine.check_open_orders("ETH-USD", [Record(coid, 100, Decimal("0.05"), "open")])
+    assert filled(engine) == [Decimal("0.05")]
+    assert engine.open_quantity("ETH-USD") == Decimal("0.05")
+    # An older list (read before the last fill) lowers nothing.
+    engine.check_open_orders("ETH-USD", [Record(coid, 100, Decimal("0.01"), "open")])
+    assert filled(engine) == [Decimal("0.05")]
+    engine.attribute(match(2, 100, "0.03"))  # the fill the list counted: 0.05 matched
+    assert filled(engine) == [Decimal("0.05")]
+    engine.attribute(match(3, 100, "0.05"))
+    assert updates(events)[-1] == (coid, OrderStatus.FILLED)
+
+
+def test_a_record_naming_another_client_id_raises_nothing() -> None:
+    engine, _events, _ = engine_with()
+    accepted(engine, 1)  # order 100
+    engine.check_open_orders("ETH-USD", [Record("someone-else", 100, Decimal("0.05"), "open")])
+    assert filled(engine) == [Decimal(0)]
+
+
+def test_an_answer_naming_an_order_whose_match_came_first_counts_that_match() -> None:
+    # The match of order 555 comes while its batch waits for a retry and another intent is
+    # in doubt: external then. The retry's answer names 555: the match is its, FILLED.
+    h = make(retry_attempts=2)
+    h.engine.submit("s", intent("0.2"))
+    (batch,) = h.pump()
+    h.engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))  # UNKNOWN
+    coid = h.engine.submit("s", intent("0.1"))
+    (batch,) = h.pump()
+    h.engine.on_failure(batch, BusyError(2329, "busy"))
+    found = h.engine.attribute(match(1, 555, "0.1"))
+    assert found is not None and found.external
+    h.clock.advance(10_000)
+    (retry,) = h.pump()
+    h.engine.on_results(retry, [OrderResult(client_order_id=coid, order_id=555)])
+    assert [u.status for u in h.events if isinstance(u, OrderUpdate)][-2:] == [
+        OrderStatus.ACCEPTED,
+        OrderStatus.FILLED,
+    ]
+
+
+def test_external_matches_are_remembered_only_while_intents_are_in_doubt() -> None:
+    engine, _events, _ = engine_with()
+    engine.attribute(match(1, 900, "0.05"))  # nothing in doubt: no intent's order
+    coid = unknown(engine)
+    engine.attribute(match(2, 700, "0.03"))
+    engine.attribute(match(3, 700, "0.02"))
+    engine.adopt("ETH-USD", [Record(coid, 700, None, "open")])
+    assert filled(engine) == [Decimal("0.05")]  # its matches found external before: its own
+    other = unknown(engine)
+    engine.adopt("ETH-USD", [Record(other, 900, None, "open")])
+    assert [o.filled for o in engine.open_orders() if o.client_order_id == other] == [0]
+
+
+def test_a_query_record_of_a_resting_order_raises_what_has_filled_at_once() -> None:
+    engine, _events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    (coid,) = accepted(engine, 1)  # 0.1, order 100
+    assert engine.apply_order_record(Record(coid, 100, Decimal("0.05"), "open")) == "open"
+    assert filled(engine) == [Decimal("0.05")]
+    assert engine.open_quantity("ETH-USD") == Decimal("0.05")
