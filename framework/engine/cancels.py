@@ -161,7 +161,7 @@ class Canceller:
         self._asking: dict[int, LiveOrder] = {}  # queries sent, not answered
         self._for_cancel: set[int] = set()  # order ids queried for what a cancel did
         self._one_by_one = False  # no queries, or one for what a cancel did failed
-        self._missing_told: set[int] = set()  # not listed, not queryable: warned once
+        self._missing_told: set[int] = set()  # not listed: counted (and warned of) once
         self._next_id = 1
         self.external = 0
         """Orders the venue listed as open that this node did not place (at adoption)."""
@@ -528,7 +528,8 @@ class Canceller:
         taken, as the least that has (never lowering what is known). The list was read a
         while ago and the engine may know more since (a match claimed for a doubt group), so
         an UNKNOWN order keeps its doubt and nothing is adopted. An order with a cancel on
-        its way or a query out is left to that answer. Returns counts: listed, missing.
+        its way or a query out is left to that answer. Returns counts: listed, missing (this
+        list's); the orders_missing counter counts an order once until a list names it again.
         """
         by_client: set[str] = set()
         by_id: set[int] = set()
@@ -540,7 +541,7 @@ class Canceller:
             if record.entrust_id is not None:
                 by_id.add(record.entrust_id)
             self._floor(record)
-        missing = 0
+        missing = newly = 0  # this round's / not missing at the last round too (the counter)
         told = self._missing_told
         if told:  # listed again (read before it rested), or no longer tracked: forgotten
             told.difference_update(by_id)
@@ -556,13 +557,17 @@ class Canceller:
                 if order_id not in told:
                     told.add(order_id)
                     missing += 1
+                    newly += 1
                     log.warning("order %s: the venue no longer lists it as open and has no"
                                 " queryOrder: whether it filled or was cancelled is unknown; it"
                                 " stays ACCEPTED", coid)  # fmt: skip
                 continue
             missing += 1
-            self._queries[order_id] = entry
-        self._outcomes.counts["orders_missing"] += missing
+            self._queries[order_id] = entry  # asked again each round its query left it open
+            if order_id not in told:
+                told.add(order_id)
+                newly += 1
+        self._outcomes.counts["orders_missing"] += newly
         return {"listed": listed, "missing": missing}
 
     def _floor(self, record: VenueOrder) -> None:

@@ -541,3 +541,17 @@ def test_without_query_order_an_order_listed_again_is_told_again_when_it_goes() 
     assert engine.check_open_orders("ETH-USD", listed)["missing"] == 0
     assert engine.check_open_orders("ETH-USD", [])["missing"] == 1  # now it went: told again
     assert engine.counters()["orders_missing"] == 2
+
+
+def test_an_order_the_lists_lack_round_after_round_is_queried_each_time_and_counted_once() -> None:
+    engine, _events, _ = engine_with()
+    (coid,) = accepted(engine, 1)
+    for _ in range(3):  # each query says it still rests (the list was read before it rested)
+        assert engine.check_open_orders("ETH-USD", [])["missing"] == 1
+        assert engine.cancels.take_queries() == [100]
+        engine.apply_order_record(Record(coid, 100, Decimal(0), "open"))
+    assert engine.counters()["orders_missing"] == 1  # one order, not one per query
+    listed = [Record(coid, 100, Decimal(0), "open")]
+    assert engine.check_open_orders("ETH-USD", listed)["missing"] == 0
+    assert engine.check_open_orders("ETH-USD", [])["missing"] == 1  # missing anew: counted
+    assert engine.counters()["orders_missing"] == 2
