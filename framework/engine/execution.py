@@ -278,6 +278,7 @@ class ExecutionEngine:
 
     def flush(self) -> None:
         """Commit buffered journal writes (the driver calls it when idle and at shutdown)."""
+        self._fills.forget_unlinked()  # once nothing is in doubt
         self._outcomes.flush()
 
     # -- answers ------------------------------------------------------------------------
@@ -304,8 +305,7 @@ class ExecutionEngine:
             if bind(entry, order_id):
                 grown.append(entry)
             if entry.booked and not is_resting(entry.order):
-                self._risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
-                entry.booked = False
+                outcomes.unbook(entry)  # what matches found before the answer filled is back
             self.cancels.accepted(entry, now)
             rows.append((ACCEPTED, order_id, None, None, now, entry.client_order_id))
             events.append(
@@ -481,6 +481,7 @@ class ExecutionEngine:
             ended += self._outcomes.ambiguous(group, "the window is over")
         if expired:
             self._outcomes.lost(expired, self.settings.unknown_window_s)
+        self._fills.forget_unlinked()  # once nothing is in doubt
         return ended + len(expired)
 
     def next_wakeup_ms(self) -> int | None:
@@ -558,8 +559,8 @@ class ExecutionEngine:
                 " doubt group) are decided again",
                 len(kept),
             )
-        for match, delivered in kept:
-            self._fills.recover_match(match, delivered)
+        for match, kind in kept:
+            self._fills.recover_match(match, kind)
         self.flush()
         if self._resend or self.cancels.pending:
             self._ready()

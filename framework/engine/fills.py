@@ -13,8 +13,11 @@ A match carries the venue's orderId (``entrustId``), never a clientOrderId. The
 
 Anything else is external. A match seen while a batch is in flight, whose order nobody named
 yet, is held (the answer may name it) and decided once the batches in flight then have been
-answered. Held matches and counted ones are kept in the journal, written by the commit that
-makes the poller's delivered mark durable, so a kill loses none; at restart
+answered. While intents are in doubt, an external match is remembered by its orderId: should
+a venue record name that order as an intent's later, it is that order's fill (never by its
+looks: it was published as external). Held matches, counted ones and those remembered are
+kept in the journal (:class:`~framework.engine.journaling.KeptAs`), written by the commit
+that makes the poller's delivered mark durable, so a kill loses none; at restart
 :meth:`FillLinker.recover_match` decides them again. Pure: no I/O.
 """
 
@@ -28,7 +31,7 @@ import msgspec
 
 from framework.engine.events import Event, MatchFilled
 from framework.engine.intents import OrderStatus
-from framework.engine.journaling import JournalProtocol
+from framework.engine.journaling import JournalProtocol, KeptAs
 from framework.engine.outcomes import Outcomes
 from framework.engine.reconcile import EarlyMatches, LiveOrder
 from framework.venue.models import MatchRecord
@@ -63,7 +66,7 @@ class FillLinker:
         ledger = self.outcomes.ledger
         if order_id is not None and self.early.in_flight and not ledger.knows(order_id):
             self.early.hold(match)
-            self._keep(match, delivered=False)
+            self._keep(match, KeptAs.HELD)
             self.outcomes.counts["matches_held"] += 1
             return None
         return self.decide(match)
@@ -105,7 +108,7 @@ class FillLinker:
                 self._resolve(entry, match, order_id)
                 return self._linked(match, entry)
         ledger.claim(group, order_id, match.id)
-        self._keep(match, delivered=True)
+        self._keep(match, KeptAs.COUNTED)
         counts["matches_ambiguous"] += 1
         candidates = group.candidates
         event = MatchFilled(
@@ -118,15 +121,26 @@ class FillLinker:
             outcomes.ambiguous(group, "every member is accounted for")
         return event
 
-    def recover_match(self, match: MatchRecord, delivered: bool) -> None:
+    def recover_match(self, match: MatchRecord, kind: KeptAs) -> None:
         """A match the journal kept, decided again at restart."""
         ledger = self.outcomes.ledger
         order_id = match.entrust_id
-        if not delivered:  # held for an answer that never came: publish it now
+        if kind is KeptAs.HELD:  # held for an answer that never came: publish it now
             self._unkeep(match)
             self._publish(self.decide(match))
             return
         entry = ledger.by_order_id.get(order_id) if order_id is not None else None
+        if kind is KeptAs.UNLINKED:
+            # Published as external: it counts only for an order named by its orderId (its
+            # record adopted it at this start), never by looks for an intent in doubt.
+            if entry is not None:
+                self._unkeep(match)
+                self._fill(entry, match)
+            elif ledger.unknown:
+                self._forget(ledger.note_unlinked(match))  # still kept
+            else:
+                self._unkeep(match)  # nothing is in doubt any more
+            return
         if entry is not None:
             # The order was adopted at this start (the venue's list named it by its client
             # order id): the match is its, and counts for it beyond what its record said had
@@ -146,10 +160,10 @@ class FillLinker:
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _keep(self, match: MatchRecord, *, delivered: bool) -> None:
+    def _keep(self, match: MatchRecord, kind: KeptAs) -> None:
         """Journal a match the engine cannot settle yet (survives a kill)."""
         if self._journal is not None:
-            self._journal.keep_match(self._node, match, delivered)
+            self._journal.keep_match(self._node, match, kind)
             self.outcomes.dirty = True
 
     def _unkeep(self, match: MatchRecord) -> None:
@@ -161,14 +175,22 @@ class FillLinker:
         outcomes = self.outcomes
         outcomes.counts["matches_external"] += 1
         ledger = outcomes.ledger
-        if match.entrust_id is not None and (ledger.unknown or ledger.unlinked):
+        if match.entrust_id is not None and ledger.unknown:
             # An intent's order in doubt, perhaps: its record may name it later (adoption at
             # the next start). Kept in the journal until then, so a restart still counts it.
-            for forgotten in ledger.note_unlinked(match):
-                self._unkeep(forgotten)
-            if ledger.unknown:
-                self._keep(match, delivered=True)
+            self._forget(ledger.note_unlinked(match))
+            self._keep(match, KeptAs.UNLINKED)
         return MatchFilled(match, None, True)
+
+    def forget_unlinked(self) -> None:
+        """Nothing is in doubt any more: the external matches remembered for it go."""
+        ledger = self.outcomes.ledger
+        if ledger.unlinked and not ledger.unknown:
+            self._forget(ledger.forget_unlinked())
+
+    def _forget(self, matches: list[MatchRecord]) -> None:
+        for match in matches:
+            self._unkeep(match)
 
     def _linked(self, match: MatchRecord, entry: LiveOrder) -> MatchFilled:
         self.outcomes.counts["matches_linked"] += 1
@@ -184,9 +206,8 @@ class FillLinker:
     def _resolve(self, entry: LiveOrder, match: MatchRecord, order_id: int) -> None:
         """An UNKNOWN intent resolved by the evidence of a match: FILLED with its orderId."""
         entry.order_id = order_id
+        self.outcomes.unbook(entry)
         entry.filled = entry.order.quantity
-        if entry.booked:
-            self.outcomes.risk.release(entry.order.pair_name, entry.order.quantity, entry.price)
         log.warning(
             "UNKNOWN order %s resolved by evidence: match %d (entrustId %d), the only in-doubt"
             " intent it agrees with -> FILLED",

@@ -12,15 +12,17 @@ the send) -> ACCEPTED, REJECTED or UNKNOWN -> FILLED, AMBIGUOUS or LOST. A retry
 (2329, a failure before sending) marks it unsent again. At restart, unsent PENDING rows are
 sent and sent PENDING rows (the answer never came) become UNKNOWN.
 
-The journal also keeps the matches the engine cannot settle yet (held until an answer names
-their order, or counted for a group of same-looking in-doubt intents), written by the same
-commit, so no fill the venue listed is lost to a kill.
+The journal also keeps the matches the engine cannot settle yet (:class:`KeptAs`: held until
+an answer names their order, counted for a group of same-looking in-doubt intents, or found
+external while intents were in doubt), written by the same commit, so no fill the venue
+listed is lost to a kill.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from enum import IntEnum
 from typing import Protocol
 
 import attrs
@@ -29,10 +31,21 @@ from framework.engine.client_ids import IdSource
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.venue.models import MatchRecord
 
-__all__ = ["JournalEntry", "JournalProtocol", "StatusRow"]
+__all__ = ["JournalEntry", "JournalProtocol", "KeptAs", "StatusRow"]
 
 StatusRow = tuple[str, int | None, int | None, str | None, int, str]
 """(status, order_id, code, msg, updated_ms, client_order_id): one status change."""
+
+
+class KeptAs(IntEnum):
+    """Why the engine keeps a match in the journal (its kind, stored with it)."""
+
+    HELD = 0
+    """Its order was unnamed while a batch was in flight: held for the answer, unpublished."""
+    COUNTED = 1
+    """Published, and counted for a group of same-looking in-doubt intents."""
+    UNLINKED = 2
+    """Published as external while intents were in doubt: a record may name its order later."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -96,14 +109,14 @@ class JournalProtocol(IdSource, Protocol):
         """The owner's PENDING, UNKNOWN and ACCEPTED intents, oldest first."""
         ...
 
-    def keep_match(self, owner: str, match: MatchRecord, delivered: bool) -> None:
-        """Buffer a match the engine keeps; delivered: its MatchFilled was published."""
+    def keep_match(self, owner: str, match: MatchRecord, kind: KeptAs) -> None:
+        """Buffer a match the engine keeps, and why."""
         ...
 
     def drop_match(self, match_id: int) -> None:
         """Buffer the end of keeping a match."""
         ...
 
-    def load_matches(self, owner: str) -> list[tuple[MatchRecord, bool]]:
-        """The owner's kept matches with their delivered flag, in id order."""
+    def load_matches(self, owner: str) -> list[tuple[MatchRecord, KeptAs]]:
+        """The owner's kept matches with why each was kept, in id order."""
         ...

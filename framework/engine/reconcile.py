@@ -22,6 +22,7 @@ Pure data structures: no I/O, no clock.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from decimal import Decimal
@@ -47,6 +48,8 @@ __all__ = [
     "revive",
 ]
 
+log = logging.getLogger("framework.execution")
+
 _ZERO: Final = Decimal(0)
 
 DONE_MEMORY: Final = 16_384
@@ -56,7 +59,8 @@ A late match of an order already filled arrives within the match poll's re-read 
 (seconds); the oldest ids are forgotten first, so memory stays flat on a daemon that trades
 for weeks (a few MB at most)."""
 UNLINKED_MEMORY: Final = 4096
-"""How many orderIds of external matches the ledger keeps while intents are in doubt."""
+"""How many external matches the ledger keeps while intents are in doubt (the oldest
+orderId's are forgotten first; all of them once nothing is in doubt)."""
 DONE_CHUNK: Final = 1024
 """Ids per generation of that memory; the oldest generation is forgotten whole.
 
@@ -193,6 +197,7 @@ class Ledger:
     __slots__ = (
         "_done",
         "_done_limit",
+        "_unlinked_count",
         "by_order_id",
         "claimed",
         "groups",
@@ -215,6 +220,7 @@ class Ledger:
         # Matches found external while intents were in doubt, by orderId. Bound to an intent
         # later (its record or its answer named the order), they are its matches: see bind.
         self.unlinked: dict[int, list[MatchRecord]] = {}
+        self._unlinked_count = 0
         # Generations of remembered ids, oldest first; the last one takes new ids.
         self._done: deque[dict[int, Link]] = deque([{}])
         chunk = max(1, min(DONE_CHUNK, done_memory))
@@ -230,24 +236,39 @@ class Ledger:
         entry.order_id = order_id
         self.by_order_id[order_id] = entry
         if self.unlinked:
-            return self.unlinked.pop(order_id, [])
+            taken = self.unlinked.pop(order_id, [])
+            self._unlinked_count -= len(taken)
+            return taken
         return []
 
     def note_unlinked(self, match: MatchRecord) -> list[MatchRecord]:
         """Remember a match of an order nobody named while intents are in doubt: an UNKNOWN
-        intent's record may name that order later. Returns the matches it forgets (nothing is
-        in doubt any more, or more orders than UNLINKED_MEMORY)."""
+        intent's record may name that order later. Returns the matches it forgets to stay
+        within UNLINKED_MEMORY (the oldest orderId's first)."""
         unlinked = self.unlinked
-        if not self.unknown:
-            forgotten = [m for matches in unlinked.values() for m in matches]
-            unlinked.clear()
-            return forgotten
         order_id = match.entrust_id
         assert order_id is not None
-        forgotten = []
-        if order_id not in unlinked and len(unlinked) >= UNLINKED_MEMORY:
-            forgotten = unlinked.pop(next(iter(unlinked)))
+        forgotten: list[MatchRecord] = []
+        while unlinked and self._unlinked_count >= UNLINKED_MEMORY:
+            oldest = unlinked.pop(next(iter(unlinked)))
+            self._unlinked_count -= len(oldest)
+            forgotten.extend(oldest)
+        if forgotten:
+            log.warning(
+                "%d external matches remembered for the intents in doubt are forgotten (more"
+                " than %d): should a record name their order later, they are not counted",
+                len(forgotten),
+                UNLINKED_MEMORY,
+            )
         unlinked.setdefault(order_id, []).append(match)
+        self._unlinked_count += 1
+        return forgotten
+
+    def forget_unlinked(self) -> list[MatchRecord]:
+        """Forget every remembered external match (nothing is in doubt any more); returns them."""
+        forgotten = [m for matches in self.unlinked.values() for m in matches]
+        self.unlinked.clear()
+        self._unlinked_count = 0
         return forgotten
 
     def doubt(self, entry: LiveOrder, now_ms: int) -> None:

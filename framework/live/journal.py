@@ -9,9 +9,11 @@ its cost hardly grows with the number of intents; the log is folded into the ``i
 (one row per intent, the state recovery and tools read) when the journal is opened, closed,
 read, or when the executor is idle and the log has grown. Cursor writes commit at once.
 
-Matches the engine keeps (held until an answer names their order, or counted for a group of
-same-looking in-doubt intents) are rows of ``kept_matches``, written in the same commit as
-the intent writes, so a fill the venue listed survives a kill. The ids strategies chose are
+Matches the engine keeps (held until an answer names their order, counted for a group of
+same-looking in-doubt intents, or found external while intents were in doubt) are rows of
+``kept_matches``, written in the same commit as the intent writes, so a fill the venue
+listed survives a kill; so is the sum of an intent's matches when a venue record said more
+had filled (``matched_sums``, until the intent ends). The ids strategies chose are
 loaded into memory once at open, so checking a new one for reuse costs no SQL. The match
 poller's window (newest id delivered, the window's floor, ids delivered above it) is
 ``match_cursors``, ``match_windows`` and ``seen_matches``; :meth:`Journal.mark_match_seen`
@@ -38,7 +40,7 @@ import orjson
 
 from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
-from framework.engine.journaling import JournalEntry, StatusRow
+from framework.engine.journaling import JournalEntry, KeptAs, StatusRow
 from framework.venue.codec import decode as decode_record
 from framework.venue.codec import encode as encode_record
 from framework.venue.models import MatchRecord, MatchType, PositionType
@@ -48,9 +50,9 @@ __all__ = ["Journal"]
 log = logging.getLogger("framework.journal")
 
 SCHEMA_VERSION: Final = 2
-"""2 added intents.matched and log.matched (version 1 files are brought up to it at open; a
-version 1 process still running on the file folds the log as before, losing only the
-matches' sums of orders a record said more of: see Journal.set_filled)."""
+"""2 added ``matched_sums`` and the UNLINKED kind of kept match (a version 1 file is brought
+up to it at open). A version 1 process still running on the file is not affected: it never
+reads that table nor another owner's kept matches; one started later refuses the file."""
 COMPACT_AFTER: Final = 256
 """Log rows (commits) after which an idle executor starts folding the log."""
 COMPACT_CHUNK: Final = 32
@@ -81,8 +83,7 @@ CREATE TABLE IF NOT EXISTS intents (
     msg TEXT,
     filled TEXT NOT NULL DEFAULT '0',
     created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL,
-    matched TEXT
+    updated_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS intents_open ON intents (owner, status)
     WHERE status IN ('PENDING', 'UNKNOWN', 'ACCEPTED');
@@ -91,8 +92,7 @@ CREATE TABLE IF NOT EXISTS log (
     adds BLOB,
     marks BLOB,
     updates BLOB,
-    filled BLOB,
-    matched BLOB
+    filled BLOB
 );
 CREATE TABLE IF NOT EXISTS match_cursors (pair TEXT PRIMARY KEY, match_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS match_windows (pair TEXT PRIMARY KEY, floor INTEGER);
@@ -102,34 +102,45 @@ CREATE TABLE IF NOT EXISTS seen_matches (
 CREATE TABLE IF NOT EXISTS kept_matches (
     match_id INTEGER PRIMARY KEY,
     owner TEXT NOT NULL,
-    delivered INTEGER NOT NULL,
+    delivered INTEGER NOT NULL, -- the KeptAs kind (the name is version 1's)
     record BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS log_ids (coin TEXT PRIMARY KEY, log_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS matched_sums (
+    client_order_id TEXT PRIMARY KEY,
+    matched TEXT NOT NULL
+) WITHOUT ROWID;
 """
 
 _INSERT: Final = (
     "INSERT OR IGNORE INTO intents (client_order_id, owner, strategy, pair, is_long, quantity,"
     " price, is_market, lever, match_type, position_type, user_id, tag, status, code, msg,"
-    " created_ms, updated_ms, sent, order_id, filled, matched)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " created_ms, updated_ms, sent, order_id, filled)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # Positions in an add row (see Journal.add) of the fields later writes change.
 _STATUS, _CODE, _MSG, _UPDATED, _SENT, _ORDER_ID, _FILLED_AT = 13, 14, 15, 17, 18, 19, 20
-_MATCHED_AT: Final = 21
 _MARK: Final = "UPDATE intents SET sent = ? WHERE client_order_id = ?"
 _UPDATE: Final = (
     "UPDATE intents SET status = ?, order_id = coalesce(?, order_id), code = ?, msg = ?,"
     " updated_ms = ? WHERE client_order_id = ?"
 )
 _FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
-_MATCHED: Final = "UPDATE intents SET matched = ? WHERE client_order_id = ?"
+_SUM: Final = "INSERT OR REPLACE INTO matched_sums (client_order_id, matched) VALUES (?, ?)"
+# The sums of intents that ended are no longer needed (folded intents only: a final status
+# never changes again).
+_SUMS_ENDED: Final = (
+    "DELETE FROM matched_sums WHERE EXISTS (SELECT 1 FROM intents WHERE"
+    " intents.client_order_id = matched_sums.client_order_id"
+    " AND status NOT IN ('PENDING', 'UNKNOWN', 'ACCEPTED'))"
+)
 _SEEN: Final = "SELECT match_id FROM seen_matches WHERE pair = ?"
 _LOAD: Final = (
     "SELECT client_order_id, strategy, pair, is_long, quantity, price, is_market, lever,"
     " match_type, position_type, user_id, tag, status, sent, order_id, code, msg, filled,"
-    " created_ms, matched FROM intents WHERE owner = ? AND status IN ('PENDING', 'UNKNOWN', 'ACCEPTED')"
-    " ORDER BY rowid"
+    " created_ms, matched_sums.matched FROM intents LEFT JOIN matched_sums USING"
+    " (client_order_id) WHERE owner = ? AND status IN ('PENDING', 'UNKNOWN', 'ACCEPTED')"
+    " ORDER BY intents.rowid"
 )
 
 
@@ -143,8 +154,9 @@ class Journal:
         self._marks: list[tuple[int, str]] = []
         self._updates: list[StatusRow] = []
         self._filled: list[tuple[str, str]] = []
-        # In a log column of its own: a version 1 process sharing the file folds the rest.
-        self._matched: list[tuple[str, str]] = []
+        # Written to matched_sums (not the log): a version 1 process sharing the file folds
+        # the log, and would drop what it does not know.
+        self._matched: dict[str, str] = {}
         # match id -> kept row, or None to forget it; the last write of an id wins
         self._kept: dict[int, tuple[int, str, int, bytes] | None] = {}
         self._user_ids: set[str] = set()  # ids strategies chose: in the file at open, or added
@@ -284,22 +296,22 @@ class Journal:
         """Buffer what has filled of an intent, and its matches' sum when that is less."""
         self._filled.append((str(filled), client_order_id))
         if matched is not None:
-            self._matched.append((str(matched), client_order_id))
+            self._matched[client_order_id] = str(matched)
 
-    def keep_match(self, owner: str, match: MatchRecord, delivered: bool) -> None:
-        """Buffer a match the engine keeps (held, or counted for a group)."""
+    def keep_match(self, owner: str, match: MatchRecord, kind: KeptAs) -> None:
+        """Buffer a match the engine keeps, and why (its kind)."""
         record = orjson.dumps(encode_record(match))
-        self._kept[match.id] = (match.id, owner, 1 if delivered else 0, record)
+        self._kept[match.id] = (match.id, owner, int(kind), record)
 
     def drop_match(self, match_id: int) -> None:
         """Buffer the end of keeping a match."""
         self._kept[match_id] = None
 
-    def load_matches(self, owner: str) -> list[tuple[MatchRecord, bool]]:
-        """The owner's kept matches and whether each was delivered, in id order."""
+    def load_matches(self, owner: str) -> list[tuple[MatchRecord, KeptAs]]:
+        """The owner's kept matches and why each was kept, in id order."""
         self.commit()
         return [
-            (decode_record(MatchRecord, orjson.loads(record)), bool(delivered))
+            (decode_record(MatchRecord, orjson.loads(record)), KeptAs(delivered))
             for record, delivered in self._conn.execute(
                 "SELECT record, delivered FROM kept_matches WHERE owner = ? ORDER BY match_id",
                 (owner,),
@@ -308,31 +320,29 @@ class Journal:
 
     def commit(self) -> None:
         """Make every buffered change durable: one log row, one transaction."""
-        if self._kept:
+        if self._kept or self._matched:
             self._transaction(())
         elif self._log_row():  # one statement in autocommit mode is one transaction
             self.commits += 1
 
     def _log_row(self) -> bool:
         """Write the buffered intent changes as one log row (no transaction of its own)."""
-        if not (self._adds or self._marks or self._updates or self._filled or self._matched):
+        if not (self._adds or self._marks or self._updates or self._filled):
             return False
         row = (
             orjson.dumps(self._adds) if self._adds else None,
             orjson.dumps(self._marks) if self._marks else None,
             orjson.dumps(self._updates) if self._updates else None,
             orjson.dumps(self._filled) if self._filled else None,
-            orjson.dumps(self._matched) if self._matched else None,
         )
         self._conn.execute(
-            "INSERT INTO log (adds, marks, updates, filled, matched) VALUES (?, ?, ?, ?, ?)", row
+            "INSERT INTO log (adds, marks, updates, filled) VALUES (?, ?, ?, ?)", row
         )
         self.log_rows += 1
         self._adds.clear()
         self._marks.clear()
         self._updates.clear()
         self._filled.clear()
-        self._matched.clear()
         return True
 
     def _transaction(self, statements: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
@@ -341,6 +351,8 @@ class Journal:
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._log_row()
+            if self._matched:
+                conn.executemany(_SUM, self._matched.items())
             for match_id, row in self._kept.items():
                 if row is None:
                     conn.execute("DELETE FROM kept_matches WHERE match_id = ?", (match_id,))
@@ -357,6 +369,7 @@ class Journal:
             conn.execute("ROLLBACK")
             raise
         self._kept.clear()
+        self._matched.clear()
         self.commits += 1
 
     def compact(self, limit: int | None = None) -> int:
@@ -369,17 +382,17 @@ class Journal:
         conn.execute("BEGIN IMMEDIATE")
         try:
             rows = conn.execute(
-                "SELECT id, adds, marks, updates, filled, matched FROM log ORDER BY id LIMIT ?",
+                "SELECT id, adds, marks, updates, filled FROM log ORDER BY id LIMIT ?",
                 (-1 if limit is None else limit,),
             ).fetchall()
             # Coalesce: an intent added in this chunk is inserted once, in its last state;
             # changes to intents folded earlier are applied in log order.
             fresh: dict[str, list[Any]] = {}
             older: list[tuple[str, Sequence[Any]]] = []
-            for _id, adds, marks, updates, filled, matched in rows:
+            for _id, adds, marks, updates, filled in rows:
                 if adds is not None:
                     for add in orjson.loads(adds):
-                        add.extend((0, None, "0", None))
+                        add.extend((0, None, "0"))
                         fresh.setdefault(add[0], add)
                 if marks is not None:
                     for flag, coid in orjson.loads(marks):
@@ -402,17 +415,12 @@ class Journal:
                             row[_FILLED_AT] = amount
                         else:
                             older.append((_FILLED, (amount, coid)))
-                if matched is not None:
-                    for amount, coid in orjson.loads(matched):
-                        if (row := fresh.get(coid)) is not None:
-                            row[_MATCHED_AT] = amount
-                        else:
-                            older.append((_MATCHED, (amount, coid)))
             conn.executemany(_INSERT, fresh.values())
             for sql, params in older:
                 conn.execute(sql, params)
             if rows:
                 conn.execute("DELETE FROM log WHERE id <= ?", (rows[-1][0],))
+                conn.execute(_SUMS_ENDED)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -561,15 +569,15 @@ def _version(conn: sqlite3.Connection) -> object:
 
 
 def _upgrade_from_1(conn: sqlite3.Connection) -> object:
-    """Bring a version 1 file to version 2 (one transaction; another process may race)."""
+    """Bring a version 1 file to version 2 (one transaction; another process may race).
+
+    Its one new table was made by the schema script (IF NOT EXISTS), which leaves a version 1
+    process's view untouched; the version says a file may now hold UNLINKED kept matches.
+    """
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = _version(conn)
         if version == 1:
-            for table, kind in (("intents", "TEXT"), ("log", "BLOB")):
-                columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-                if "matched" not in columns:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN matched {kind}")
             conn.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
             version = 2
         conn.execute("COMMIT")

@@ -7,12 +7,13 @@ from decimal import Decimal
 
 from framework.engine.events import OrderUpdate
 from framework.engine.intents import OrderStatus
+from framework.engine.reconcile import UNLINKED_MEMORY
 from framework.engine.risk import RiskSettings
 from framework.venue.errors import BusyError, ServerFault
-from framework.venue.models import OrderResult
+from framework.venue.models import MatchType, OrderResult
 from tests.engine.test_cancels import Record, accepted, unknown, updates
 from tests.engine.test_execution import intent, make, match
-from tests.engine.test_risk import engine_with
+from tests.engine.test_risk import engine_with, order
 
 
 def filled(engine: object) -> list[Decimal]:
@@ -111,3 +112,50 @@ def test_a_query_record_of_a_resting_order_raises_what_has_filled_at_once() -> N
     assert engine.apply_order_record(Record(coid, 100, Decimal("0.05"), "open")) == "open"
     assert filled(engine) == [Decimal("0.05")]
     assert engine.open_quantity("ETH-USD") == Decimal("0.05")
+
+
+def test_an_ioc_bound_to_a_match_that_came_first_gives_its_booking_back_once() -> None:
+    # Booked: a resting 0.1, an UNKNOWN 0.1, an IOC 0.1 waiting for a retry (0.3). A match of
+    # 0.05 of order 555 comes first (external: nobody named 555); the retry's answer names
+    # 555 for the IOC. The IOC no longer counts (it cannot rest): 0.2, not 0.15.
+    engine, _events, clock = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
+    accepted(engine, 1)
+    unknown(engine)
+    ioc = engine.submit("s", order(match_type=MatchType.IOC))
+    batch = engine.next_batch()
+    assert batch is not None
+    engine.begin_send(batch)
+    engine.on_failure(batch, BusyError(2329, "busy"))
+    assert engine.open_quantity("ETH-USD") == Decimal("0.3")
+    found = engine.attribute(match(1, 555, "0.05"))
+    assert found is not None and found.external
+    clock.advance(10_000)
+    retry = engine.next_batch()
+    assert retry is not None
+    engine.begin_send(retry)
+    engine.on_results(retry, [OrderResult(client_order_id=ioc, order_id=555)])
+    assert engine.open_quantity("ETH-USD") == Decimal("0.2")
+
+
+def test_external_matches_remembered_for_a_doubt_are_forgotten_when_it_ends() -> None:
+    engine, _events, clock = engine_with()
+    unknown(engine)
+    engine.attribute(match(1, 700, "0.05"))
+    ledger = engine._ledger
+    assert list(ledger.unlinked) == [700]
+    clock.advance(3_600_000)
+    engine.tick()  # LOST: nothing in doubt any more
+    assert engine.unknown_count == 0 and ledger.unlinked == {}
+    later = unknown(engine)  # a new doubt: what was remembered for the old one is gone
+    engine.adopt("ETH-USD", [Record(later, 700, None, "open")])
+    assert filled(engine) == [Decimal(0)]
+
+
+def test_the_memory_of_external_matches_is_bounded_in_matches() -> None:
+    engine, _events, _ = engine_with()
+    unknown(engine)
+    ledger = engine._ledger
+    for i in range(UNLINKED_MEMORY + 2):  # two orders: the first with most of the matches
+        engine.attribute(match(i + 1, 700 if i < UNLINKED_MEMORY else 800, "0.001"))
+    assert list(ledger.unlinked) == [800]  # 700's were forgotten whole, oldest first
+    assert len(ledger.unlinked[800]) == 2
