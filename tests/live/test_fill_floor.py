@@ -48,9 +48,10 @@ async def test_an_adopted_partly_filled_order_is_not_filled_by_its_late_match(
         first = Node(venue_config(twin, journal, node="ff"))
         async with running(first):
             h = hand(first)
-            # The answer is lost, and the match of the part that fills is listed 3 s late.
+            # The answer is lost, and the match of the part that fills is listed 5 s late (run 1
+            # stops well before: had it seen the match, it would be external there).
             twin.faults.configure(
-                drop_response_rate=1.0, match_delay_min_s=3.0, match_delay_max_s=3.0
+                drop_response_rate=1.0, match_delay_min_s=5.0, match_delay_max_s=5.0
             )
             cid = h.limit("2010")  # crosses the mark (2000): 0.006 fills, 0.004 rests
             await eventually(lambda: h.last(cid) is OrderStatus.UNKNOWN, timeout=10)
