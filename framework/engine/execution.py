@@ -201,6 +201,7 @@ class ExecutionEngine:
                 self._outcomes.dirty = True
             self._c["orders_rejected"] += 1
             self._c["orders_risk_rejected"] += 1
+            self._outcomes.refused_before_sending(strategy, coid, code, msg)
             self._publish(OrderUpdate(coid, REJECTED, strategy, None, code, msg, intent))
             return coid
         entry = LiveOrder(

@@ -25,6 +25,8 @@ __all__ = ["COUNTER_NAMES", "Outcomes"]
 log = logging.getLogger("framework.execution")
 
 _ZERO: Final = Decimal(0)
+REFUSALS_TOLD_EVERY_MS: Final = 60_000
+"""How often at most the log tells of intents one strategy had refused with one code."""
 
 COUNTER_NAMES: Final = (
     "orders_submitted",
@@ -62,7 +64,17 @@ CANCELED: Final = OrderStatus.CANCELED
 class Outcomes:
     """Records and tells intents' transitions; holds the engine's counters and dirty flag."""
 
-    __slots__ = ("_held", "_journal", "_now_ms", "_publish", "counts", "dirty", "ledger", "risk")
+    __slots__ = (
+        "_held",
+        "_journal",
+        "_now_ms",
+        "_publish",
+        "_told",
+        "counts",
+        "dirty",
+        "ledger",
+        "risk",
+    )
 
     def __init__(
         self,
@@ -81,6 +93,23 @@ class Outcomes:
         self.counts = dict.fromkeys(COUNTER_NAMES, 0)
         self.dirty = False  # journal writes buffered since the last commit
         self._held: list[OrderUpdate] | None = None
+        # (strategy, code) -> (when last told, refused alike since): see refused_before_sending
+        self._told: dict[tuple[str, int], tuple[int, int]] = {}
+
+    def refused_before_sending(self, strategy: str, coid: str, code: int, msg: str) -> None:
+        """Say in the log that a check refused an intent (the strategy gets it as REJECTED):
+        once a minute per strategy and code at most, with how many were refused alike."""
+        now = self._now_ms()
+        key = (strategy, code)
+        told = self._told.get(key)
+        if told is not None and now - told[0] < REFUSALS_TOLD_EVERY_MS:
+            self._told[key] = (told[0], told[1] + 1)
+            return
+        self._told[key] = (now, 0)
+        since = f" ({told[1]} more refused alike since the last word)" if told and told[1] else ""
+        log.warning(
+            "order %s of %s refused before sending: %d %s%s", coid, strategy, code, msg, since
+        )
 
     def hold(self) -> None:
         """Keep the updates made from now on until release() (restart, before on_start)."""

@@ -34,7 +34,7 @@ from typing import Any, Final
 import attrs
 
 from framework.venue.models import OrderInput
-from framework.venue.rules import PairRules, check_order
+from framework.venue.rules import PairRules, check_order, refusal_detail
 
 __all__ = [
     "FRAMEWORK_CODES",
@@ -166,7 +166,9 @@ class RiskGate:
         mark = self._mark_price(pair) if self._mark_price is not None and order.is_market else None
         failure = check_order(rules, order, now=now, mark_price=mark)
         if failure is not None:
-            return failure
+            code, text = failure
+            detail = refusal_detail(rules, order, code, mark_price=mark)
+            return (code, text) if detail is None else (code, f"{text}: {detail}")
         rate = limits.max_orders_per_second
         if rate is not None:
             window = self._rate_window

@@ -40,6 +40,7 @@ __all__ = [
     "check_order",
     "decimal_places",
     "position_type_error",
+    "refusal_detail",
     "settle_coin_of",
 ]
 
@@ -123,4 +124,38 @@ def check_order(
         return 2307, render_message(2307)
     if rules.delivery_time is not None and now >= rules.delivery_time - DELIVERY_FREEZE:
         return 2316, render_message(2316)
+    return None
+
+
+def refusal_detail(
+    rules: PairRules, order: OrderInput, code: int, *, mark_price: Decimal | None = None
+) -> str | None:
+    """What of the order broke the rule of code, naming the value and the bound (None: the
+    venue's text says it all). For the framework's own refusals: the venue says only its text."""
+    pair = order.pair_name
+    quantity, price = order.quantity, order.price
+    if code == 2312:
+        if decimal_places(quantity) > rules.quantity_decimals:
+            return (
+                f"quantity {plain_decimal(quantity)} has {decimal_places(quantity)} decimals,"
+                f" {pair} allows {rules.quantity_decimals}"
+            )
+        if price is not None and decimal_places(price) > rules.price_decimals:
+            return (
+                f"price {plain_decimal(price)} has {decimal_places(price)} decimals,"
+                f" {pair} allows {rules.price_decimals}"
+            )
+    if code in (2301, 2302):
+        return f"quantity {plain_decimal(quantity)} on {pair}"
+    if code in (2303, 2304):
+        return f"lever {order.lever} on {pair}"
+    if code == 2317:
+        reference = mark_price if order.is_market or price is None else price
+        if reference is not None:
+            what = "mark" if reference is not price else "price"
+            return (
+                f"quantity {plain_decimal(quantity)} x {what} {plain_decimal(reference)} ="
+                f" {plain_decimal(quantity * reference)}, under {pair}'s min_notional"
+                f" {plain_decimal(rules.min_notional)}"
+            )
     return None

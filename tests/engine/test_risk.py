@@ -79,13 +79,33 @@ def refusal(intent: OrderIntent, **kw: object) -> tuple[int | None, str | None]:
 @pytest.mark.parametrize(
     ("changes", "code", "msg"),
     [
-        ({"quantity": Decimal("0.001")}, 2301, "Quantity cannot be less than 0.01"),
-        ({"quantity": Decimal("101")}, 2302, "Quantity cannot be greater than 100"),
-        ({"lever": 1}, 2303, "Lever cannot be less than 2"),
-        ({"lever": 21}, 2304, "Lever cannot be greater than 20"),
-        ({"quantity": Decimal("0.1234")}, 2312, "Decimal places out of limit"),
-        ({"price": Decimal("2000.001")}, 2312, "Decimal places out of limit"),
-        ({"price": Decimal("50")}, 2317, "Order too small"),
+        (
+            {"quantity": Decimal("0.001")},
+            2301,
+            "Quantity cannot be less than 0.01: quantity 0.001 on ETH-USD",
+        ),
+        (
+            {"quantity": Decimal("101")},
+            2302,
+            "Quantity cannot be greater than 100: quantity 101 on ETH-USD",
+        ),
+        ({"lever": 1}, 2303, "Lever cannot be less than 2: lever 1 on ETH-USD"),
+        ({"lever": 21}, 2304, "Lever cannot be greater than 20: lever 21 on ETH-USD"),
+        (
+            {"quantity": Decimal("0.1234")},
+            2312,
+            "Decimal places out of limit: quantity 0.1234 has 4 decimals, ETH-USD allows 3",
+        ),
+        (
+            {"price": Decimal("2000.001")},
+            2312,
+            "Decimal places out of limit: price 2000.001 has 3 decimals, ETH-USD allows 2",
+        ),
+        (
+            {"price": Decimal("50")},
+            2317,
+            "Order too small: quantity 0.1 x price 50 = 5, under ETH-USD's min_notional 10",
+        ),
         (
             {"position_type": PositionType.CROSS},
             2325,
@@ -101,7 +121,28 @@ def test_venue_rules_refuse_with_the_venue_code(
 
 def test_market_order_too_small_at_the_mark_price() -> None:
     intent = order(price=None, is_market=True, quantity=Decimal("0.01"))
-    assert refusal(intent, mark=Decimal("100"))[0] == 2317
+    assert refusal(intent, mark=Decimal("100")) == (
+        2317,
+        "Order too small: quantity 0.01 x mark 100 = 1, under ETH-USD's min_notional 10",
+    )
+
+
+def test_refusals_before_sending_are_told_in_the_log_once_a_minute_per_strategy_and_code(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine, _events, clock = engine_with()
+    for _ in range(3):
+        engine.submit("s", order(lever=1))
+    engine.submit("t", order(lever=1))
+    clock.advance(60_000)
+    engine.submit("s", order(lever=1))
+    told = [r.getMessage() for r in caplog.records if "refused before sending" in r.getMessage()]
+    assert len(told) == 3, told
+    assert told[0].endswith(
+        "of s refused before sending: 2303 Lever cannot be less than 2: lever 1 on ETH-USD"
+    )
+    assert " of t refused" in told[1]
+    assert told[2].endswith("(2 more refused alike since the last word)")
 
 
 def test_halted_pair_refused_2307() -> None:
