@@ -556,8 +556,8 @@ class ExecutionEngine:
         kept = journal.load_matches(self._ids.node)
         if kept:
             log.warning(
-                "restart: %d matches kept in the journal (held for an answer, or counted for a"
-                " doubt group) are decided again",
+                "restart: %d matches kept in the journal (held for an answer, counted for a"
+                " doubt group, or found external while intents were in doubt) are decided again",
                 len(kept),
             )
         for match, kind in kept:

@@ -248,6 +248,9 @@ class Ledger:
         unlinked = self.unlinked
         order_id = match.entrust_id
         assert order_id is not None
+        known = unlinked.get(order_id)
+        if known is not None and any(m.id == match.id for m in known):
+            return []  # remembered already (seen again at restart)
         forgotten: list[MatchRecord] = []
         while unlinked and self._unlinked_count >= UNLINKED_MEMORY:
             oldest = unlinked.pop(next(iter(unlinked)))

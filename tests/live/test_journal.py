@@ -10,6 +10,7 @@ import attrs
 import orjson
 import pytest
 
+from framework.engine.cancels import CancelAnswer
 from framework.engine.client_ids import ClientIdError, ClientIdGenerator
 from framework.engine.clock import VirtualClock
 from framework.engine.events import Event, OrderUpdate
@@ -602,4 +603,30 @@ def test_a_fill_found_external_before_a_restart_is_the_adopted_orders_after_it(
         OrderStatus.FILLED,
     )
     assert journal.load_matches("pf") == []  # counted: no longer kept
+    journal.close()
+
+
+def test_a_match_seen_between_restore_and_recover_is_remembered_once(tmp_path: Path) -> None:
+    # A match handled after restore() is kept; recover() reads it back among the kept rows.
+    # Remembered twice, it counted twice when A's cancel answer named its order: 0.10 of 0.1.
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    journal = Journal.open(path)
+    a = lost(engine_on(journal, clock, []), "0.1")
+    journal.close()
+    events: list[Event] = []
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, events)
+    engine.restore()
+    engine.adopt("ETH-USD", [])  # A is not listed: still in doubt
+    engine.attribute(MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.05")))
+    engine.flush()
+    engine.recover()
+    engine.cancel("s", a)
+    cancels = engine.next_cancels()
+    assert cancels is not None
+    engine.on_cancel_answers(cancels, {a: CancelAnswer(200, order_id=700)})
+    (last,) = [e for e in events if isinstance(e, OrderUpdate) and e.client_order_id == a][-1:]
+    assert last.status is OrderStatus.CANCELED
+    assert "filled 0.05 of 0.1" in (last.msg or "")
     journal.close()
