@@ -83,13 +83,19 @@ def main(argv: list[str], prog: str = "perpframe") -> int:
         return 2
     module_name, func_name, _ = COMMANDS[name]
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            print(f"{prog}: command {name!r} is not available in this build", file=sys.stderr)
-            return 2
-        raise
-    result: int = getattr(module, func_name)(rest)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                print(f"{prog}: command {name!r} is not available in this build", file=sys.stderr)
+                return 2
+            raise
+        result: int = getattr(module, func_name)(rest)
+    except KeyboardInterrupt:
+        # Ctrl-C before a command took signals over (while importing), or in one that lets
+        # it through: a sentence and the shell's code for SIGINT, not a traceback.
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
     return result
 
 

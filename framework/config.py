@@ -5,7 +5,7 @@ Reading (YAML with lines, ${ENV} interpolation, strict types) is
 credentials versus ``venue.embedded``, URLs, pair names, ranges, unique strategy names, the
 pairs strategies name, and -- unless ``resolve_strategies=False`` -- the strategy classes:
 each ``class: module:Class`` is imported and, when the class declares ``Params`` (an attrs
-class), its ``params`` are structured into it. Every problem is one line
+class or a dataclass), its ``params`` are structured into it. Every problem is one line
 ``path: problem (line N)``, all reported at once in a :class:`ConfigProblems`.
 
 A backtest reads the same file with ``venue_used=False`` (after blanking the ``venue:``
@@ -18,6 +18,7 @@ messages never quote it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -222,7 +223,8 @@ class Config:
 
 
 def structure_params(cls: type[T], params: Mapping[str, Any]) -> T:
-    """A strategy's params dict as its attrs ``Params`` class (strict types, all errors)."""
+    """A strategy's params dict as its ``Params`` class, attrs or dataclass (strict types, all
+    errors)."""
     return structure(dict(params), cls, at=("params",))
 
 
@@ -375,13 +377,21 @@ def _check_strategy_classes(config: Config, out: Problems) -> None:
             out.add(("strategies", i, "class"), str(exc) or type(exc).__name__)
             continue
         params_cls = getattr(cls, "Params", None)
-        if params_cls is not None and attrs.has(params_cls):
-            try:
-                structure(
-                    strategy.params, params_cls, lines=out.lines, at=("strategies", i, "params")
-                )
-            except ConfigProblems as exc:
-                out.found += exc.problems
+        if params_cls is None:
+            continue
+        if not isinstance(params_cls, type) or not (
+            attrs.has(params_cls) or dataclasses.is_dataclass(params_cls)
+        ):
+            out.add(
+                ("strategies", i, "class"),
+                f"{strategy.class_}.Params must be an attrs class or a dataclass (its fields are"
+                f" the params), got {params_cls!r}",
+            )
+            continue
+        try:
+            structure(strategy.params, params_cls, lines=out.lines, at=("strategies", i, "params"))
+        except ConfigProblems as exc:
+            out.found += exc.problems
 
 
 # ------------------------------------------------------------------------------ entry points

@@ -169,7 +169,8 @@ def main(argv: list[str]) -> int:
     }
     existing = [str(p) for p in targets if p.exists()]
     if existing:
-        print(f"new-strategy: {', '.join(existing)} exists; nothing written", file=sys.stderr)
+        verb = "exists" if len(existing) == 1 else "exist"
+        print(f"new-strategy: {', '.join(existing)} {verb}; nothing written", file=sys.stderr)
         return 1
     directory.mkdir(parents=True, exist_ok=True)
     for path, text in targets.items():

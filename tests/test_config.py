@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+from framework import Strategy
 from framework.config import Config, ConfigProblems, Secret, load_config, parse_config
 from framework.venue.rules import PairRules
 
@@ -72,6 +75,39 @@ def test_unknown_key_is_reported_with_its_path_and_line() -> None:
 def test_wrong_type_in_strategy_params_names_path_and_line() -> None:
     text = EMBEDDED + "      levels: ten\n"
     assert problems_of(text) == ["strategies[0].params.levels: expected int, got 'ten' (line 10)"]
+
+
+class DataclassParams(Strategy):
+    """Declares its params as a dataclass."""
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Params:
+        """Its params."""
+
+        pair: str
+        quantity: Decimal = Decimal("0.01")
+
+
+class PlainParams(Strategy):
+    """Declares its params as a plain class: nothing could check them."""
+
+    class Params:
+        """Its params."""
+
+        pair: str
+
+
+def test_params_declared_as_a_dataclass_are_checked_and_a_plain_class_is_refused() -> None:
+    text = EMBEDDED.replace("strategies.ladder:Ladder", "tests.test_config:DataclassParams")
+    assert problems_of(text + "      quantity: abc\n") == [
+        "strategies[0].params.quantity: expected decimal number, got 'abc' (line 10)"
+    ]
+    plain = EMBEDDED.replace("strategies.ladder:Ladder", "tests.test_config:PlainParams")
+    assert problems_of(plain) == [
+        "strategies[0].class: tests.test_config:PlainParams.Params must be an attrs class or a"
+        " dataclass (its fields are the params), got"
+        " <class 'tests.test_config.PlainParams.Params'> (line 7)"
+    ]
 
 
 def test_wrong_type_in_a_pair_rule_names_path_and_line() -> None:

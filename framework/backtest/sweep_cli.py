@@ -23,8 +23,7 @@ from framework.venue.errors import ConfigError, FrameworkError
 __all__ = ["INSTALL_HINT", "sweep_main"]
 
 INSTALL_HINT = (
-    "sweep: needs the sweep extra (dask[distributed], optuna, plotly): "
-    "pip install 'perpframe[sweep]'"
+    "sweep: needs the sweep extra (dask[distributed], optuna, plotly): pip install -e '.[sweep]'"
 )
 """The one line printed when the extra is missing."""
 

@@ -19,7 +19,6 @@ import logging
 import os
 import socket
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from framework.backtest.cli import run_backtest
 from framework.backtest.runner import BacktestSettings
 from framework.config import Config
+from framework.engine.raised import raised
 
 __all__ = [
     "ShipFiles",
@@ -159,9 +159,7 @@ def run_trial(task: TrialTask) -> TrialOutcome:
         backtest_s = time.perf_counter() - started
         report, error = report_bytes(result.results), None
     except Exception as exc:
-        last = traceback.extract_tb(exc.__traceback__)[-1:]
-        where = f" (at {Path(last[0].filename).name}:{last[0].lineno})" if last else ""
-        report, error = None, f"{type(exc).__name__}: {' '.join(str(exc).split())}{where}"
+        report, error = None, raised(exc)
     return TrialOutcome(
         number=task.number,
         report=report,

@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from framework.engine.raised import raised
+
 __all__ = ["Bus", "Handler", "OwnerStopped"]
 
 E = TypeVar("E")
@@ -141,11 +143,10 @@ class Bus:
         self._failures[owner] = count
         # One line a trader reads; the traceback only when logging is at DEBUG.
         self._log.error(
-            "strategy %s: %s raised %s: %s on %s (failure %d, stopped after %d)",
+            "strategy %s: %s raised %s on %s (failure %d, stopped after %d)",
             owner,
             name,
-            type(exc).__name__,
-            exc,
+            raised(exc),
             type(event).__name__,
             count,
             self.max_failures + 1,

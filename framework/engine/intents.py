@@ -47,6 +47,13 @@ TERMINAL = frozenset(
 """Statuses after which the execution engine never sends the intent again."""
 
 
+def _shown(value: object) -> str:
+    """A value as an error shows it; a float or int with how to write it as a Decimal."""
+    if isinstance(value, (float, int)) and not isinstance(value, bool):
+        return f'{type(value).__name__} {value!r} (write Decimal("{value}"): money is exact)'
+    return repr(value)
+
+
 def _default_is_market(intent: OrderIntent) -> bool:
     return intent.price is None
 
@@ -67,14 +74,25 @@ class OrderIntent:
     tag: str | None = None
 
     def __attrs_post_init__(self) -> None:
+        """Refuse what no venue would take, naming the field, the value and what was expected."""
+        if type(self.pair) is not str or not self.pair:
+            raise ValueError(
+                f"OrderIntent.pair: expected a pair name like 'ETH-USD', got {self.pair!r}"
+            )
+        for name in ("is_long", "is_market"):
+            value = getattr(self, name)
+            if type(value) is not bool:
+                raise ValueError(f"OrderIntent.{name}: expected True or False, got {value!r}")
         q = self.quantity
         if not isinstance(q, Decimal) or not q.is_finite() or q <= 0:
-            raise ValueError(f"OrderIntent.quantity: expected a positive Decimal, got {q!r}")
+            raise ValueError(f"OrderIntent.quantity: expected a positive Decimal, got {_shown(q)}")
         p = self.price
         if p is None:
             if not self.is_market:
                 raise ValueError("OrderIntent.price: a limit order (is_market False) needs a price")
         elif not isinstance(p, Decimal) or not p.is_finite() or p <= 0:
-            raise ValueError(f"OrderIntent.price: expected a positive Decimal or None, got {p!r}")
+            raise ValueError(
+                f"OrderIntent.price: expected a positive Decimal or None, got {_shown(p)}"
+            )
         if type(self.lever) is not int or self.lever < 1:
             raise ValueError(f"OrderIntent.lever: expected a positive int, got {self.lever!r}")

@@ -40,6 +40,7 @@ from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
 from framework.engine.journaling import JournalProtocol
 from framework.engine.portfolio import Portfolio, frame_router, push_routes
+from framework.engine.raised import raised
 from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
@@ -233,6 +234,4 @@ def _build(index: int, name: str, make: StrategyFactory, context: BasicContext) 
     try:
         return make(context)
     except Exception as exc:
-        raise StrategyBuildError(
-            f"strategies[{index}] ({name}): {type(exc).__name__}: {exc}"
-        ) from exc
+        raise StrategyBuildError(f"strategies[{index}] ({name}): {raised(exc)}") from exc

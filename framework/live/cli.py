@@ -22,7 +22,6 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -30,6 +29,7 @@ import orjson
 
 from framework.cli import add_strategy_dirs, program
 from framework.config import Config, load_config
+from framework.engine.raised import one_line, raised
 from framework.live.logs import configure_logging, redact
 from framework.venue.errors import ConfigError
 
@@ -111,19 +111,8 @@ def build_problems(config: Config) -> list[str]:
             cls = load_strategy(spec.class_)
             cls(spec.name, context, spec.params, pairs=spec.pairs)
         except Exception as exc:
-            problems.append(f"strategies[{i}] ({spec.name}): {_raised(exc)}")
+            problems.append(f"strategies[{i}] ({spec.name}): {raised(exc)}")
     return problems
-
-
-def _raised(exc: BaseException) -> str:
-    """``Type: message (at file.py:line)``: the exception and the innermost frame raising it."""
-    where = ""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is not None:
-        where = f" (at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno})"
-    return f"{type(exc).__name__}: {_one_line(exc)}{where}"
 
 
 def summary_line(summary: dict[str, Any]) -> str:
@@ -196,10 +185,10 @@ def _run_node(
     except Exception as exc:
         inner = _innermost(exc)
         if isinstance(inner, FatalError | ConfigError):
-            print(f"{prog}: {redact(_one_line(inner), secrets)}", file=sys.stderr)
+            print(f"{prog}: {redact(one_line(inner), secrets)}", file=sys.stderr)
             return None, EXIT_FAILED
         log.critical("the node crashed", exc_info=exc)
-        print(f"{prog}: crashed: {redact(_one_line(inner), secrets)}", file=sys.stderr)
+        print(f"{prog}: crashed: {redact(one_line(inner), secrets)}", file=sys.stderr)
         return None, EXIT_FAILED
     if node.interrupted:
         return summary, EXIT_INTERRUPTED
@@ -228,8 +217,3 @@ def _innermost(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
-
-
-def _one_line(exc: BaseException) -> str:
-    """The exception's message on one line."""
-    return " ".join((str(exc) or type(exc).__name__).split())

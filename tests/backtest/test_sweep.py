@@ -419,7 +419,7 @@ def test_sweep_without_the_extra_says_what_to_install(
     monkeypatch.setitem(sys.modules, "optuna", None)
     assert sweep_main(["-c", "configs/sweep.yaml"]) == 1
     assert capsys.readouterr().err.strip() == INSTALL_HINT
-    assert "pip install 'perpframe[sweep]'" in INSTALL_HINT
+    assert "pip install -e '.[sweep]'" in INSTALL_HINT
 
 
 DYING = """\

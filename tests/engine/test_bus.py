@@ -73,7 +73,8 @@ def test_a_failing_handler_is_one_line_its_traceback_at_debug_and_the_others_sti
     assert bus.handler_errors == 1
     assert bus.failures("bad") == 1
     record = next(r for r in caplog.records if "bad" in r.getMessage())
-    assert "boom raised ZeroDivisionError: kaput" in record.getMessage()
+    line = boom.__code__.co_firstlineno + 1
+    assert f"boom raised ZeroDivisionError: kaput (at test_bus.py:{line})" in record.getMessage()
     assert record.exc_info is None  # no traceback for a trader at INFO
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="framework.bus"):

@@ -60,7 +60,10 @@ def kernel(text: str = CONFIG) -> Kernel:
 def test_a_strategy_that_cannot_be_built_is_one_line_naming_it() -> None:
     with pytest.raises(StrategyBuildError) as err:
         kernel().load_strategies(schedule=None)
-    assert str(err.value) == "strategies[1] (broken): ValueError: boom in __init__"
+    line = Broken.__init__.__code__.co_firstlineno + 1
+    assert str(err.value) == (
+        f"strategies[1] (broken): ValueError: boom in __init__ (at test_kernel.py:{line})"
+    )
 
 
 def test_strategies_get_on_start_from_the_kernel_and_submit_through_its_engine() -> None:
