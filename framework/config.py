@@ -58,6 +58,7 @@ __all__ = [
     "StrategyConfig",
     "StreamConfig",
     "VenueConfig",
+    "beside_config",
     "format_path",
     "load_config",
     "parse_config",
@@ -220,6 +221,16 @@ class Config:
         """The configured secret values, for the log redaction filter."""
         secret = self.venue.api_secret
         return [secret.reveal()] if secret is not None and secret.reveal() else []
+
+
+def beside_config(raw: str, config_file: str | Path) -> Path:
+    """A file a config names: as given (absolute, or from the working directory), else
+    beside the config file (the rule strategy modules follow); as given when neither has it."""
+    path = Path(raw)
+    if path.is_absolute() or path.exists():
+        return path
+    beside = Path(config_file).parent / path
+    return beside if beside.exists() else path
 
 
 def structure_params(cls: type[T], params: Mapping[str, Any]) -> T:

@@ -36,7 +36,7 @@ from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
 from framework.backtest.timeline import PRICES, SAMPLES, Repeating, Timeline
-from framework.config import Config, parse_config
+from framework.config import Config, beside_config, parse_config
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock
@@ -142,7 +142,14 @@ def load_backtest_config(
             strict=True,
         )
     )
-    return config, backtest_settings_from_text(only, source=source)
+    settings = backtest_settings_from_text(only, source=source)
+    # Files the section names are found as strategy modules are: here, else beside the file.
+    found = {
+        key: str(beside_config(raw, path))
+        for key in ("recording", "prices_csv")
+        if (raw := getattr(settings, key))
+    }
+    return config, attrs.evolve(settings, **found) if found else settings
 
 
 def backtest_settings_from_text(text: str, *, source: str = "<config>") -> BacktestSettings:

@@ -24,7 +24,7 @@ from typing import Any, Final
 import attrs
 
 from framework.backtest.runner import BacktestSettings, load_backtest_config
-from framework.config import Config
+from framework.config import Config, beside_config
 from framework.venue.errors import ConfigError
 from framework.yaml_attrs import (
     ConfigProblems,
@@ -237,15 +237,6 @@ def lookup(results: Mapping[str, Any], dotted: str) -> Decimal:
         raise ValueError(f"report.json's {dotted} is not a number: {node!r}") from None
 
 
-def _find(raw: str, base: Path) -> Path:
-    """A path of the file: as given (working directory), else beside the sweep file."""
-    path = Path(raw)
-    if path.is_absolute() or path.exists():
-        return path
-    beside = base.parent / path
-    return beside if beside.exists() else path
-
-
 def _decimals(number: float) -> int:
     exponent = Decimal(str(number)).normalize().as_tuple().exponent
     return max(0, -exponent) if isinstance(exponent, int) else 0
@@ -404,7 +395,7 @@ def parse_sweep(
         raise ConfigProblems([f"{source}: {p}" for p in exc.problems]) from None
     out = Problems(lines)
     _check_file(file, out)
-    config_path = _find(file.backtest, source)
+    config_path = beside_config(file.backtest, source)
     if not config_path.is_file():
         out.add(("backtest",), f"{file.backtest}: no such file")
         raise ConfigProblems([f"{source}: {p}" for p in by_line(out.found)])
@@ -440,7 +431,7 @@ def parse_sweep(
                 name, _, param = key.partition(".")
                 out.add(("params", name, param), "a grid needs a step (or a list of values)")
     chosen = recording or file.recording
-    found = _find(str(chosen), source) if chosen else settings.recording
+    found = beside_config(str(chosen), source) if chosen else settings.recording
     if out.found:
         raise ConfigProblems([f"{source}: {p}" for p in by_line(out.found)])
     return SweepConfig(

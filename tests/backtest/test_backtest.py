@@ -264,11 +264,15 @@ def test_latency_delays_the_answers_on_virtual_time(own_recording: Path) -> None
     assert slow["orders"]["submitted"] > 0 and slow != fast
 
 
-def test_the_shipped_sample_backtests_into_a_report(tmp_path: Path) -> None:
+def test_the_shipped_sample_backtests_into_a_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sample = ROOT / "samples" / "demo.jsonl.gz"
     assert sample.stat().st_size < 3_000_000
+    monkeypatch.chdir(tmp_path)  # the config's recording is found beside it, from anywhere
     _, settings = load_backtest_config(ROOT / "configs" / "backtest.yaml")
-    assert settings.recording == "samples/demo.jsonl.gz"
+    assert settings.recording is not None
+    assert Path(settings.recording).resolve() == sample.resolve()
     assert run_cli(ROOT / "configs" / "backtest.yaml", sample, tmp_path) == 0
     results = orjson.loads((tmp_path / "report.json").read_bytes())
     assert results["fills"]["count"] > 20
