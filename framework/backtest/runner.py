@@ -144,12 +144,12 @@ def load_backtest_config(
     )
     settings = backtest_settings_from_text(only, source=source)
     # Files the section names are found as strategy modules are: here, else beside the file.
-    found = {
-        key: str(beside_config(raw, path))
-        for key in ("recording", "prices_csv")
-        if (raw := getattr(settings, key))
-    }
-    return config, attrs.evolve(settings, **found) if found else settings
+    recording, prices = settings.recording, settings.prices_csv
+    return config, attrs.evolve(
+        settings,
+        recording=None if recording is None else str(beside_config(recording, path)),
+        prices_csv=None if prices is None else str(beside_config(prices, path)),
+    )
 
 
 def backtest_settings_from_text(text: str, *, source: str = "<config>") -> BacktestSettings:
