@@ -147,8 +147,8 @@ def load_backtest_config(
     recording, prices = settings.recording, settings.prices_csv
     return config, attrs.evolve(
         settings,
-        recording=None if recording is None else str(beside_config(recording, path)),
-        prices_csv=None if prices is None else str(beside_config(prices, path)),
+        recording=str(beside_config(recording, path)) if recording else recording,
+        prices_csv=str(beside_config(prices, path)) if prices else prices,
     )
 
 
