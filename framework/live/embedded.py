@@ -64,6 +64,16 @@ async def open_venue(config: Config) -> AsyncIterator[VenueAccess]:
             sign_type=venue.sign_type,
         )
         return
+    known = TwinSettings().pairs
+    for pair in config.pairs:
+        if pair not in known:
+            log.warning(
+                "embedded venue twin: %s is not a pair it knows (%s); its mark starts at %s"
+                " and walks from there: play prices, not the market's",
+                pair,
+                ", ".join(known),
+                PairSettings().initial_price,
+            )
     async with VenueTwin(twin_settings(config)) as twin:
         log.info(
             "embedded venue twin started (TEST-ONLY demo key pair, play money)",
