@@ -208,8 +208,9 @@ def _print_summary(result: BacktestResult, json_path: Path, html_path: Path) -> 
     print(f"report: {json_path}  {html_path}")
     print(
         f"messages replayed: {results['recording']['lines']} "
-        f"(pushes delivered {results['recording']['pushes_delivered']}, "
-        f"superseded {results['recording']['pushes_superseded']})"
+        f"(recorded pushes delivered {results['recording']['pushes_delivered']}, "
+        f"{results['recording']['pushes_superseded']} of the recorded node's own superseded"
+        " by the paper venue's)"
     )
     codes = ", ".join(f"{k}: {v}" for k, v in orders["rejected_by_code"].items()) or "none"
     print(
