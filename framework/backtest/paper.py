@@ -18,8 +18,9 @@ paper venue adds is where prices come from and how results reach the strategies:
 * Results: the batch answer goes back to the execution engine (accepted orders, or the
   whole-call refusal, as the twin answers in ``partial`` batch mode); every position and
   balance change becomes the push the twin would send, decoded by the same codec and routed
-  through the same portfolio and bus as recorded pushes; matches wait for the next virtual
-  match poll, as live. Paper ids (order, position, match, logId) start at
+  through the same portfolio and bus as recorded pushes, those of a batch's own fills after
+  its answer (live, the call's answer usually comes before the stream's pushes); matches
+  wait for the next virtual match poll, as live. Paper ids (order, position, match, logId) start at
   :data:`PAPER_ID_BASE` so they never meet the recording's.
 """
 
@@ -134,6 +135,8 @@ class PaperVenue:
         self.settings = settings
         self.track = track
         self._deliver = deliver
+        self._holding = False
+        self._held: list[PositionPush | AccountPush] = []
         self._now_ms = now_ms
         self.coin_of = {p: (coins or {}).get(p) or settle_coin_of(p, r) for p, r in rules.items()}
         coin_ids = {c: i + 1 for i, c in enumerate(sorted(set(self.coin_of.values())))}
@@ -257,9 +260,17 @@ class PaperVenue:
 
     # ---- orders
 
-    def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
-        """Place a batch; the accepted orders' results, or the whole-call refusal raised."""
+    def batch_create(
+        self, orders: Sequence[OrderInput], now: int, *, hold_pushes: bool = False
+    ) -> list[OrderResult]:
+        """Place a batch; the accepted orders' results, or the whole-call refusal raised.
+
+        hold_pushes: the pushes of the batch's own fills wait for :meth:`release_pushes`, so
+        the caller can deliver its answer first (as live, where the answer to the call
+        usually comes before the stream's pushes of its fills).
+        """
         self._changed()
+        self._holding = hold_pushes
         parked = self._parked
         if parked:  # every mark becomes what the feed would have made it by now
             self._parked = False
@@ -268,8 +279,16 @@ class PaperVenue:
         try:
             return self._place(orders, now)
         finally:
+            self._holding = False
             if parked:
                 self._resume(now)
+
+    def release_pushes(self) -> None:
+        """Deliver the pushes a batch_create(hold_pushes=True) held, in order."""
+        held, self._held = self._held, []
+        deliver = self._deliver
+        for push in held:
+            deliver(push)
 
     def _place(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
         refusals: dict[int, tuple[int, str]] = {}
@@ -292,7 +311,7 @@ class PaperVenue:
             refusals[placeable[position][0]] = (code, msg)
         for code, _ in refusals.values():
             self.refusals[code] = self.refusals.get(code, 0) + 1
-        self._emit(outcome.events, now)
+        self._emit(outcome.events, now, hold=self._holding)
         if not outcome.accepted:
             code, msg = refusals[min(refusals)]
             raise error_for(code, msg)
@@ -342,11 +361,11 @@ class PaperVenue:
 
     # ---- changes -> pushes, matches, ledger
 
-    def _emit(self, events: list[TwinEvent], now: int) -> None:
+    def _emit(self, events: list[TwinEvent], now: int, *, hold: bool = False) -> None:
         if not events:
             return
         self._changed()
-        deliver = self._deliver
+        deliver = self._held.append if hold else self._deliver
         for event in events:
             if isinstance(event, BalanceChanged):
                 frame = wire.account_frame(event)
@@ -507,11 +526,12 @@ class PaperExecutor:
     def answer(self, batch: Batch) -> None:
         """The paper venue's answer to one batch reaches the engine."""
         try:
-            results = self.venue.batch_create(batch.orders, self._now_ms())
+            results = self.venue.batch_create(batch.orders, self._now_ms(), hold_pushes=True)
         except VenueError as exc:
             self.engine.on_failure(batch, exc)
         else:
             self.engine.on_results(batch, results)
+        self.venue.release_pushes()  # after the answer, as the stream's pushes come live
         self.pending = True
 
 

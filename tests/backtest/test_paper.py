@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-from framework.backtest.paper import NO_PRICE, PAPER_ID_BASE, PaperSettings, PaperVenue
+from framework.backtest.paper import (
+    NO_PRICE,
+    PAPER_ID_BASE,
+    PaperExecutor,
+    PaperSettings,
+    PaperVenue,
+)
 from framework.backtest.prices import PriceTrack
 from framework.backtest.scan import PricePoint
 from framework.engine.bus import Bus
+from framework.engine.client_ids import ClientIdGenerator
+from framework.engine.clock import VirtualClock
+from framework.engine.execution import ExecutionEngine, ExecutionSettings
+from framework.engine.intents import OrderIntent
 from framework.engine.portfolio import Portfolio, push_router
 from framework.venue.errors import ConfigError, VenueError
 from framework.venue.models import MatchType, OrderInput, PositionType
@@ -172,3 +183,32 @@ def test_price_track_from_csv(tmp_path: Path) -> None:
     path.write_text("ts,ETH-USD\n5,abc\n")
     with pytest.raises(ConfigError, match="line 2"):
         PriceTrack.from_csv(path, ["ETH-USD"])
+
+
+def test_a_batchs_answer_reaches_the_engine_before_the_pushes_of_its_fills() -> None:
+    # Live, the call's answer (ACCEPTED) usually comes before the stream's pushes of its
+    # fills; the paper venue keeps that order, so a strategy's on_order runs first here too.
+    seen: list[str] = []
+    clock = VirtualClock(0)
+    paper = PaperVenue(
+        PaperSettings(),
+        rules={"ETH-USD": PairRules()},
+        track=PriceTrack([PricePoint(0, "ETH-USD", D("2000"), "matches")]),
+        deliver=lambda push: seen.append(type(push).__name__),
+        now_ms=clock.now_ms,
+    )
+
+    def engine(on_ready: Callable[[], None]) -> ExecutionEngine:
+        return ExecutionEngine(
+            ExecutionSettings(),
+            rules={"ETH-USD": PairRules()},
+            publish=lambda e: seen.append(f"{type(e).__name__} {getattr(e, 'status', '')}"),
+            now_ms=clock.now_ms,
+            ids=ClientIdGenerator.ephemeral("bt", now_ms=0, random_bits=1),
+            on_ready=on_ready,
+        )
+
+    executor = PaperExecutor(engine, paper, now_ms=clock.now_ms, schedule=lambda at, f: None)
+    executor.engine.submit("s", OrderIntent(pair="ETH-USD", is_long=True, quantity=D("0.1")))
+    executor.pump()
+    assert seen == ["OrderUpdate ACCEPTED", "PositionPush", "AccountPush"]
