@@ -201,17 +201,23 @@ def test_busy_refusal_makes_intents_resendable_after_restart(tmp_path: Path) -> 
     assert resent is not None and resent.client_order_ids == [coid]
 
 
-def test_accepted_orders_still_link_their_fills_after_restart(tmp_path: Path) -> None:
-    path = tmp_path / "j.db"
-    clock = VirtualClock(START_MS)
+def accepted_as(path: Path, clock: VirtualClock, order_id: int) -> str:
+    """A first life: one intent answered ACCEPTED as order_id, then the journal closed."""
     journal = Journal.open(path)
     engine = engine_on(journal, clock, [])
     coid = engine.submit("s", intent(0))
     batch = engine.next_batch()
     assert batch is not None
     engine.begin_send(batch)
-    engine.on_results(batch, [OrderResult(client_order_id=coid, order_id=555)])
+    engine.on_results(batch, [OrderResult(client_order_id=coid, order_id=order_id)])
     journal.close()
+    return coid
+
+
+def test_accepted_orders_still_link_their_fills_after_restart(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    clock = VirtualClock(START_MS)
+    coid = accepted_as(path, clock, 555)
     events: list[Event] = []
     engine2 = engine_on(Journal.open(path), clock, events)
     engine2.recover()
@@ -359,20 +365,39 @@ def test_the_journal_keeps_a_small_page_cache(tmp_path: Path) -> None:
         journal.close()
 
 
-def unknown_then_adopted(path: Path, clock: VirtualClock, filled: str) -> str:
-    """Run 1: one 0.1 intent whose answer is lost (UNKNOWN). Run 2: the venue's list names it
-    resting as order 700 with filled as its record's fill. Returns its client order id."""
-    journal = Journal.open(path)
-    engine = engine_on(journal, clock, [])
-    coid = engine.submit("s", intent(0))
+def lost(engine: ExecutionEngine, quantity: str) -> str:
+    """Submit a 0.x long at 2000.5 and answer HTTP 500: UNKNOWN."""
+    coid = engine.submit("s", attrs.evolve(intent(0), quantity=Decimal(quantity)))
     batch = engine.next_batch()
     assert batch is not None
     engine.begin_send(batch)
     engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
-    journal.close()
+    return coid
+
+
+def in_doubt(path: Path, clock: VirtualClock, quantity: str = "0.1") -> str:
+    """A first life: one intent whose answer is lost (UNKNOWN), then the journal closed."""
     journal = Journal.open(path)
-    engine = engine_on(journal, clock, [])
+    coid = lost(engine_on(journal, clock, []), quantity)
+    journal.close()
+    return coid
+
+
+def restarted(
+    path: Path, clock: VirtualClock, events: list[Event]
+) -> tuple[Journal, ExecutionEngine]:
+    """The next life: the journal opened again and the engine restored (not yet recovered)."""
+    journal = Journal.open(path)
+    engine = engine_on(journal, clock, events)
     engine.restore()
+    return journal, engine
+
+
+def unknown_then_adopted(path: Path, clock: VirtualClock, filled: str) -> str:
+    """Run 1: one 0.1 intent whose answer is lost (UNKNOWN). Run 2: the venue's list names it
+    resting as order 700 with filled as its record's fill. Returns its client order id."""
+    coid = in_doubt(path, clock)
+    journal, engine = restarted(path, clock, [])
     assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal(filled), "open")])["adopted"] == 1
     engine.recover()
     journal.close()
@@ -423,14 +448,7 @@ def test_a_version_1_journal_is_brought_up_to_version_2_and_loses_nothing(
 ) -> None:
     path = tmp_path / "j.db"
     clock = VirtualClock(START_MS)
-    journal = Journal.open(path)
-    engine = engine_on(journal, clock, [])
-    coid = engine.submit("s", intent(0))
-    batch = engine.next_batch()
-    assert batch is not None
-    engine.begin_send(batch)
-    engine.on_results(batch, [OrderResult(client_order_id=coid, order_id=555)])
-    journal.close()
+    coid = accepted_as(path, clock, 555)
     # As version 1 left it: no matched_sums table, and a log row of (filled, id) unfolded.
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE matched_sums")
@@ -479,12 +497,8 @@ def test_a_version_1_process_folding_the_log_loses_no_matches_sum(tmp_path: Path
     # log, so run 3 still knows the record's 0.06 as a floor: its match adds nothing.
     path = tmp_path / "j.db"
     clock = VirtualClock(START_MS)
-    journal = Journal.open(path)
-    coid = lost(engine_on(journal, clock, []), "0.1")
-    journal.close()
-    journal = Journal.open(path)
-    engine = engine_on(journal, clock, [])
-    engine.restore()
+    coid = in_doubt(path, clock)
+    journal, engine = restarted(path, clock, [])
     assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.06"), "open")])["adopted"] == 1
     engine.recover()
     journal.commit()
@@ -496,16 +510,6 @@ def test_a_version_1_process_folding_the_log_loses_no_matches_sum(tmp_path: Path
     engine.attribute(MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.06")))
     assert engine.status(coid) is OrderStatus.ACCEPTED
     assert [o.filled for o in engine.open_orders()] == [Decimal("0.06")]
-
-
-def lost(engine: ExecutionEngine, quantity: str) -> str:
-    """Submit a 0.x long at 2000.5 and answer HTTP 500: UNKNOWN."""
-    coid = engine.submit("s", attrs.evolve(intent(0), quantity=Decimal(quantity)))
-    batch = engine.next_batch()
-    assert batch is not None
-    engine.begin_send(batch)
-    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
-    return coid
 
 
 def test_a_match_found_external_is_no_evidence_for_a_later_intent_after_a_restart(
@@ -528,9 +532,7 @@ def test_a_match_found_external_is_no_evidence_for_a_later_intent_after_a_restar
     engine.flush()
     journal.close()
     events: list[Event] = []
-    journal = Journal.open(path)
-    engine = engine_on(journal, clock, events)
-    engine.restore()
+    journal, engine = restarted(path, clock, events)
     engine.adopt("ETH-USD", [])
     engine.recover()
     assert engine.status(b) is OrderStatus.UNKNOWN
@@ -579,11 +581,7 @@ def test_a_fill_found_external_before_a_restart_is_the_adopted_orders_after_it(
     clock = VirtualClock(START_MS)
     journal = Journal.open(path)
     engine = engine_on(journal, clock, [])
-    coid = engine.submit("s", intent(0))
-    batch = engine.next_batch()
-    assert batch is not None
-    engine.begin_send(batch)
-    engine.on_failure(batch, ServerFault("HTTP 500", http_status=500))
+    coid = lost(engine, "0.1")
     found = engine.attribute(
         MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.06"))
     )
@@ -591,9 +589,7 @@ def test_a_fill_found_external_before_a_restart_is_the_adopted_orders_after_it(
     engine.flush()
     journal.close()
     events: list[Event] = []
-    journal = Journal.open(path)
-    engine = engine_on(journal, clock, events)
-    engine.restore()
+    journal, engine = restarted(path, clock, events)
     engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.06"), "open")])
     engine.recover()
     assert [o.filled for o in engine.open_orders()] == [Decimal("0.06")]
@@ -611,13 +607,9 @@ def test_a_match_seen_between_restore_and_recover_is_remembered_once(tmp_path: P
     # Remembered twice, it counted twice when A's cancel answer named its order: 0.10 of 0.1.
     path = tmp_path / "j.db"
     clock = VirtualClock(START_MS)
-    journal = Journal.open(path)
-    a = lost(engine_on(journal, clock, []), "0.1")
-    journal.close()
+    a = in_doubt(path, clock)
     events: list[Event] = []
-    journal = Journal.open(path)
-    engine = engine_on(journal, clock, events)
-    engine.restore()
+    journal, engine = restarted(path, clock, events)
     engine.adopt("ETH-USD", [])  # A is not listed: still in doubt
     engine.attribute(MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.05")))
     engine.flush()
