@@ -224,8 +224,10 @@ class Config:
 
 
 def beside_config(raw: str, config_file: str | Path) -> Path:
-    """A file a config names: as given (absolute, or from the working directory), else
-    beside the config file (the rule strategy modules follow); as given when neither has it."""
+    """A file a config names: from the working directory, else beside the config file.
+
+    As given when absolute, or when neither place has it (the rule strategy modules follow).
+    """
     path = Path(raw)
     if path.is_absolute() or path.exists():
         return path
@@ -234,8 +236,7 @@ def beside_config(raw: str, config_file: str | Path) -> Path:
 
 
 def structure_params(cls: type[T], params: Mapping[str, Any]) -> T:
-    """A strategy's params dict as its ``Params`` class, attrs or dataclass (strict types, all
-    errors)."""
+    """A strategy's params dict as its ``Params`` class (attrs or dataclass), strictly typed."""
     return structure(dict(params), cls, at=("params",))
 
 

@@ -18,8 +18,9 @@ paper venue adds is where prices come from and how results reach the strategies:
 * Results: the batch answer goes back to the execution engine (accepted orders, or the
   whole-call refusal, as the twin answers in ``partial`` batch mode); every position and
   balance change becomes the push the twin would send, decoded by the same codec and routed
-  through the same portfolio and bus as recorded pushes, those of a batch's own fills after
-  its answer (live, the call's answer usually comes before the stream's pushes); matches
+  through the same portfolio and bus as recorded pushes, those a call makes itself (a
+  batch's fills, a cancel's release) after its answer (live, the call's answer usually
+  comes before the stream's pushes); matches
   wait for the next virtual match poll, as live. Paper ids (order, position, match, logId) start at
   :data:`PAPER_ID_BASE` so they never meet the recording's.
 """
@@ -260,17 +261,9 @@ class PaperVenue:
 
     # ---- orders
 
-    def batch_create(
-        self, orders: Sequence[OrderInput], now: int, *, hold_pushes: bool = False
-    ) -> list[OrderResult]:
-        """Place a batch; the accepted orders' results, or the whole-call refusal raised.
-
-        hold_pushes: the pushes of the batch's own fills wait for :meth:`release_pushes`, so
-        the caller can deliver its answer first (as live, where the answer to the call
-        usually comes before the stream's pushes of its fills).
-        """
+    def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
+        """Place a batch; the accepted orders' results, or the whole-call refusal raised."""
         self._changed()
-        self._holding = hold_pushes
         parked = self._parked
         if parked:  # every mark becomes what the feed would have made it by now
             self._parked = False
@@ -279,12 +272,18 @@ class PaperVenue:
         try:
             return self._place(orders, now)
         finally:
-            self._holding = False
             if parked:
                 self._resume(now)
 
+    def hold_pushes(self) -> None:
+        """From now on, the pushes a call makes itself (its fills, a cancel's release) wait
+        for :meth:`release_pushes`: the caller delivers the call's answer first, as live,
+        where a call's answer usually comes before the stream's pushes of what it did."""
+        self._holding = True
+
     def release_pushes(self) -> None:
-        """Deliver the pushes a batch_create(hold_pushes=True) held, in order."""
+        """Deliver the held pushes, in order, and stop holding."""
+        self._holding = False
         held, self._held = self._held, []
         deliver = self._deliver
         for push in held:
@@ -311,7 +310,7 @@ class PaperVenue:
             refusals[placeable[position][0]] = (code, msg)
         for code, _ in refusals.values():
             self.refusals[code] = self.refusals.get(code, 0) + 1
-        self._emit(outcome.events, now, hold=self._holding)
+        self._emit(outcome.events, now, own=True)
         if not outcome.accepted:
             code, msg = refusals[min(refusals)]
             raise error_for(code, msg)
@@ -336,7 +335,7 @@ class PaperVenue:
             return CancelAnswer(ORDER_NOT_FOUND, ORDER_NOT_FOUND_MSG)
         if record.resting is None:
             return CancelAnswer(ORDER_COMPLETED, ORDER_COMPLETED_MSG)
-        self._emit(self.exchange.cancel_resting(record.resting, now), now)
+        self._emit(self.exchange.cancel_resting(record.resting, now), now, own=True)
         return CancelAnswer(200, "", record.filled, PAPER_ID_BASE + record.order_id)
 
     def query(self, order_id: int) -> PaperOrder | None:
@@ -361,11 +360,12 @@ class PaperVenue:
 
     # ---- changes -> pushes, matches, ledger
 
-    def _emit(self, events: list[TwinEvent], now: int, *, hold: bool = False) -> None:
+    def _emit(self, events: list[TwinEvent], now: int, *, own: bool = False) -> None:
+        """Deliver the pushes of events (own: made by the call itself, held while holding)."""
         if not events:
             return
         self._changed()
-        deliver = self._held.append if hold else self._deliver
+        deliver = self._held.append if own and self._holding else self._deliver
         for event in events:
             if isinstance(event, BalanceChanged):
                 frame = wire.account_frame(event)
@@ -503,14 +503,18 @@ class PaperExecutor:
         engine, venue = self.engine, self.venue
         now = self._now_ms()
         while (batch := engine.next_cancels()) is not None:
-            if batch.by_client_id:
-                (coid,) = batch.client_order_ids
-                answers: dict[int | str, CancelAnswer] = {
-                    coid: venue.cancel_by_client_id(coid, now)
-                }
-            else:
-                answers = venue.cancel(batch.order_ids, now)
-            engine.on_cancel_answers(batch, answers)
+            venue.hold_pushes()  # the balance a cancel frees is pushed after its answer
+            try:
+                if batch.by_client_id:
+                    (coid,) = batch.client_order_ids
+                    answers: dict[int | str, CancelAnswer] = {
+                        coid: venue.cancel_by_client_id(coid, now)
+                    }
+                else:
+                    answers = venue.cancel(batch.order_ids, now)
+                engine.on_cancel_answers(batch, answers)
+            finally:
+                venue.release_pushes()
         for order_id in engine.cancels.take_queries():
             record = venue.query(order_id)
             if record is None:
@@ -525,13 +529,16 @@ class PaperExecutor:
 
     def answer(self, batch: Batch) -> None:
         """The paper venue's answer to one batch reaches the engine."""
+        venue = self.venue
+        venue.hold_pushes()  # delivered after the answer, as the stream's pushes come live
         try:
-            results = self.venue.batch_create(batch.orders, self._now_ms(), hold_pushes=True)
+            results = venue.batch_create(batch.orders, self._now_ms())
         except VenueError as exc:
             self.engine.on_failure(batch, exc)
         else:
             self.engine.on_results(batch, results)
-        self.venue.release_pushes()  # after the answer, as the stream's pushes come live
+        finally:
+            venue.release_pushes()
         self.pending = True
 
 

@@ -241,7 +241,7 @@ def _summary_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows.append(("Messages replayed", str(recording["lines"])))
     rows.append(
         (
-            "Pushes delivered / superseded",
+            "Recorded pushes delivered / the recorded node's own, superseded",
             f"{recording['pushes_delivered']} / {recording['pushes_superseded']}",
         )
     )

@@ -15,6 +15,7 @@ directory, then beside the sweep file (the rule strategy modules follow).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -346,9 +347,12 @@ def _check_params(
     except Exception:
         return  # the backtest config's own check reports it
     params_cls = getattr(cls, "Params", None)
-    if params_cls is None or not attrs.has(params_cls):
-        return  # free-form params: nothing to check them against
-    known = {a.name for a in attrs.fields(params_cls)}
+    if isinstance(params_cls, type) and attrs.has(params_cls):
+        known = {a.name for a in attrs.fields(params_cls)}
+    elif isinstance(params_cls, type) and dataclasses.is_dataclass(params_cls):
+        known = {f.name for f in dataclasses.fields(params_cls)}
+    else:
+        return  # free-form params (or a Params class the config check refuses)
     for key, space in spaces.items():
         param = key.partition(".")[2]
         path: KeyPath = ("params", name, param)

@@ -153,7 +153,7 @@ class Bus:
             exc_info=exc if self._log.isEnabledFor(logging.DEBUG) else None,
         )
         if count > self.max_failures:
-            self.stop_owner(owner, f"failed {count} times; last: {type(exc).__name__}: {exc}")
+            self.stop_owner(owner, f"failed {count} times; last: {raised(exc)}")
             for listener in self._listeners:
                 try:
                     listener(owner, exc)

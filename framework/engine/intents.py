@@ -75,7 +75,7 @@ class OrderIntent:
 
     def __attrs_post_init__(self) -> None:
         """Refuse what no venue would take, naming the field, the value and what was expected."""
-        if type(self.pair) is not str or not self.pair:
+        if not isinstance(self.pair, str) or not self.pair:
             raise ValueError(
                 f"OrderIntent.pair: expected a pair name like 'ETH-USD', got {self.pair!r}"
             )

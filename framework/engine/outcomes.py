@@ -26,7 +26,10 @@ log = logging.getLogger("framework.execution")
 
 _ZERO: Final = Decimal(0)
 REFUSALS_TOLD_EVERY_MS: Final = 60_000
-"""How often at most the log tells of intents one strategy had refused with one code."""
+"""How often at most the log tells of intents one strategy had refused with one code, at
+first; the interval doubles while refusals go on, up to REFUSALS_TOLD_MAX_MS."""
+REFUSALS_TOLD_MAX_MS: Final = 3_600_000
+"""The longest interval between two lines about one strategy's refusals with one code."""
 
 COUNTER_NAMES: Final = (
     "orders_submitted",
@@ -93,20 +96,33 @@ class Outcomes:
         self.counts = dict.fromkeys(COUNTER_NAMES, 0)
         self.dirty = False  # journal writes buffered since the last commit
         self._held: list[OrderUpdate] | None = None
-        # (strategy, code) -> (when last told, refused alike since): see refused_before_sending
-        self._told: dict[tuple[str, int], tuple[int, int]] = {}
+        # (strategy, code) -> (when last told, refused alike since, interval): see
+        # refused_before_sending
+        self._told: dict[tuple[str, int], tuple[int, int, int]] = {}
 
     def refused_before_sending(self, strategy: str, coid: str, code: int, msg: str) -> None:
-        """Say in the log that a check refused an intent (the strategy gets it as REJECTED):
-        once a minute per strategy and code at most, with how many were refused alike."""
+        """Say in the log that a check refused an intent (the strategy gets it as REJECTED).
+
+        Per strategy and code: the first at once, then at most one line per interval with how
+        many were refused alike meanwhile; the interval doubles while refusals go on (a minute
+        up to an hour: a strategy refused all day long writes a line an hour, not a minute).
+        """
         now = self._now_ms()
         key = (strategy, code)
         told = self._told.get(key)
-        if told is not None and now - told[0] < REFUSALS_TOLD_EVERY_MS:
-            self._told[key] = (told[0], told[1] + 1)
-            return
-        self._told[key] = (now, 0)
-        since = f" ({told[1]} more refused alike since the last word)" if told and told[1] else ""
+        if told is not None:
+            last, alike, interval = told
+            if now - last < interval:
+                self._told[key] = (last, alike + 1, interval)
+                return
+            going_on = alike and now - last < 2 * interval  # else they had stopped a while
+            interval = (
+                min(interval * 2, REFUSALS_TOLD_MAX_MS) if going_on else REFUSALS_TOLD_EVERY_MS
+            )
+        else:
+            alike, interval = 0, REFUSALS_TOLD_EVERY_MS
+        self._told[key] = (now, 0, interval)
+        since = f" ({alike} more refused alike since the last word)" if alike else ""
         log.warning(
             "order %s of %s refused before sending: %d %s%s", coid, strategy, code, msg, since
         )

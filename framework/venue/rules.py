@@ -130,8 +130,10 @@ def check_order(
 def refusal_detail(
     rules: PairRules, order: OrderInput, code: int, *, mark_price: Decimal | None = None
 ) -> str | None:
-    """What of the order broke the rule of code, naming the value and the bound (None: the
-    venue's text says it all). For the framework's own refusals: the venue says only its text."""
+    """What of the order broke the rule of code, with the value and the bound, or None.
+
+    For refusals before sending: the venue's own answer carries only its text.
+    """
     pair = order.pair_name
     quantity, price = order.quantity, order.price
     if code == 2312:
@@ -150,9 +152,10 @@ def refusal_detail(
     if code in (2303, 2304):
         return f"lever {order.lever} on {pair}"
     if code == 2317:
-        reference = mark_price if order.is_market or price is None else price
+        by_mark = order.is_market or price is None
+        reference = mark_price if by_mark else price
         if reference is not None:
-            what = "mark" if reference is not price else "price"
+            what = "mark" if by_mark else "price"
             return (
                 f"quantity {plain_decimal(quantity)} x {what} {plain_decimal(reference)} ="
                 f" {plain_decimal(quantity * reference)}, under {pair}'s min_notional"

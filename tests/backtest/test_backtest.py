@@ -264,8 +264,27 @@ def test_latency_delays_the_answers_on_virtual_time(own_recording: Path) -> None
     assert slow["orders"]["submitted"] > 0 and slow != fast
 
 
-def test_the_shipped_sample_backtests_into_a_report(
+def test_files_a_backtest_config_names_are_found_here_else_beside_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    there, here = tmp_path / "there", tmp_path / "here"
+    there.mkdir()
+    here.mkdir()
+    (there / "rec.jsonl").write_text("")
+    (there / "p.csv").write_text("")
+    (here / "p.csv").write_text("")
+    config = there / "bt.yaml"
+    config.write_text(CONFIG + "backtest: {recording: rec.jsonl, prices_csv: p.csv}\n")
+    monkeypatch.chdir(here)
+    _, settings = load_backtest_config(config)
+    assert settings.recording == str(there / "rec.jsonl")  # not here: beside the config
+    assert settings.prices_csv == "p.csv"  # here first, as strategy modules are found
+    config.write_text(CONFIG + "backtest: {recording: ''}\n")
+    assert load_backtest_config(config)[1].recording == ""  # empty stays empty: none given
+
+
+def test_the_shipped_sample_backtests_into_a_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sample = ROOT / "samples" / "demo.jsonl.gz"
     assert sample.stat().st_size < 3_000_000
@@ -275,6 +294,12 @@ def test_the_shipped_sample_backtests_into_a_report(
     assert Path(settings.recording).resolve() == sample.resolve()
     assert run_cli(ROOT / "configs" / "backtest.yaml", sample, tmp_path) == 0
     results = orjson.loads((tmp_path / "report.json").read_bytes())
+    recording = results["recording"]
+    assert (
+        f"messages replayed: {recording['lines']} (recorded pushes delivered"
+        f" {recording['pushes_delivered']}, {recording['pushes_superseded']} of the recorded"
+        " node's own superseded by the paper venue's)"
+    ) in capsys.readouterr().out
     assert results["fills"]["count"] > 20
     assert set(results["fills"]["by_strategy"]) == {"ladder", "pulse"}
     assert results["recording"]["bad_lines"] == 0

@@ -185,9 +185,9 @@ def test_price_track_from_csv(tmp_path: Path) -> None:
         PriceTrack.from_csv(path, ["ETH-USD"])
 
 
-def test_a_batchs_answer_reaches_the_engine_before_the_pushes_of_its_fills() -> None:
-    # Live, the call's answer (ACCEPTED) usually comes before the stream's pushes of its
-    # fills; the paper venue keeps that order, so a strategy's on_order runs first here too.
+def test_a_calls_answer_reaches_the_engine_before_the_pushes_of_what_it_did() -> None:
+    # Live, a call's answer (ACCEPTED, CANCELED) usually comes before the stream's pushes of
+    # what it did; the paper venue keeps that order, so a strategy's on_order runs first.
     seen: list[str] = []
     clock = VirtualClock(0)
     paper = PaperVenue(
@@ -212,3 +212,11 @@ def test_a_batchs_answer_reaches_the_engine_before_the_pushes_of_its_fills() -> 
     executor.engine.submit("s", OrderIntent(pair="ETH-USD", is_long=True, quantity=D("0.1")))
     executor.pump()
     assert seen == ["OrderUpdate ACCEPTED", "PositionPush", "AccountPush"]
+    # A cancel's answer before the push of the balance it frees.
+    bid = OrderIntent(pair="ETH-USD", is_long=True, quantity=D("0.1"), price=D("1900"))
+    coid = executor.engine.submit("s", bid)
+    executor.pump()
+    seen.clear()
+    assert executor.engine.cancel("s", coid)
+    executor.pump()
+    assert seen == ["OrderUpdate CANCELED", "AccountPush"]

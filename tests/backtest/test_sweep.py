@@ -509,3 +509,48 @@ def test_bad_spaces_are_located(tmp_path: Path, space: str, problem: str) -> Non
     with pytest.raises(ConfigError) as caught:
         parse_sweep(text, path=tmp_path / "s.yaml")
     assert problem in str(caught.value) and "(line 6)" in str(caught.value), str(caught.value)
+
+
+# A strategy whose params are a dataclass: the sweep checks them as it checks attrs ones.
+DATACLASS_PARAMS = '''\
+"""Pulse's params as a dataclass."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from strategies.pulse import Pulse
+
+
+class Flaky(Pulse):
+    """Pulse, declaring its params as a dataclass."""
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Params:
+        """Pulse's params."""
+
+        pair: str
+        quantity: str = "0.001"
+        every_s: float = 1.0
+        hold: int = 3
+'''
+
+
+def test_a_swept_parameter_a_dataclass_params_lacks_is_located(tmp_path: Path) -> None:
+    from framework.backtest.sweep_config import parse_sweep
+    from framework.venue.errors import ConfigError
+
+    (tmp_path / "dcflaky.py").write_text(DATACLASS_PARAMS, encoding="utf-8")
+    (tmp_path / "backtest.yaml").write_text(_backtest("dcflaky"), encoding="utf-8")
+    text = (
+        f"backtest: {tmp_path / 'backtest.yaml'}\n"
+        "objective: {metric: pnl.USD.net_pnl}\n"
+        "params:\n"
+        "  flaky:\n    evry_s: [1.0, 2.0]\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_sweep(text, path=tmp_path / "s.yaml")
+    assert (
+        "params.flaky.evry_s: strategy 'flaky' (dcflaky:Flaky) has no parameter 'evry_s'"
+        " (it has: every_s, hold, pair, quantity) (line 5)"
+    ) in str(caught.value), str(caught.value)

@@ -172,3 +172,29 @@ def test_a_bound_method_is_unsubscribed_by_the_same_expression() -> None:
     bus.unsubscribe(Timer, hooks.on_timer)  # a new bound-method object, equal to the first
     bus.publish(Timer("t", "s", AT))
     assert (hooks.seen, bus.subscribers(Timer)) == (0, 0)
+
+
+class BrokenText(Exception):
+    """A user's exception whose __str__ fails."""
+
+    def __str__(self) -> str:
+        return f"code {self.code}"  # type: ignore[attr-defined]  # never set
+
+
+def test_an_exception_whose_text_fails_is_still_isolated_and_told(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bus = Bus(max_failures=0)
+    seen: list[str] = []
+
+    def bad(e: Timer) -> None:
+        raise BrokenText
+
+    bus.subscribe(Timer, bad, owner="bad")
+    bus.subscribe(Timer, lambda e: seen.append(e.name), owner="good")
+    with caplog.at_level(logging.ERROR, logger="framework.bus"):
+        bus.publish(Timer("t", "s", AT))
+    assert seen == ["t"]
+    assert bus.is_stopped("bad")
+    told = [r.getMessage() for r in caplog.records]
+    assert any("bad raised BrokenText: <BrokenText: str() failed>" in m for m in told), told

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,15 @@ def test_an_intent_names_the_field_and_value_it_refuses(
     with pytest.raises(ValueError) as caught:
         OrderIntent(**{**fields, **changes})  # type: ignore[arg-type]
     assert str(caught.value).startswith(message)
+
+
+def test_the_framework_is_known_through_a_symlink(tmp_path: Path) -> None:
+    # A checkout reached through a symlink: its frames are still the framework's.
+    import framework
+    from framework.engine import raised as module
+
+    link = tmp_path / "checkout"
+    link.symlink_to(Path(framework.__file__).parent)
+    assert module._kind(str(link / "engine" / "intents.py")) == 2
+    assert module._kind(str(tmp_path / "my_bot.py")) == 0
+    assert module._kind("<frozen importlib._bootstrap>") == 1

@@ -127,22 +127,42 @@ def test_market_order_too_small_at_the_mark_price() -> None:
     )
 
 
-def test_refusals_before_sending_are_told_in_the_log_once_a_minute_per_strategy_and_code(
+def test_refusals_before_sending_are_told_in_the_log_ever_less_often_while_they_go_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     engine, _events, clock = engine_with()
     for _ in range(3):
         engine.submit("s", order(lever=1))
-    engine.submit("t", order(lever=1))
-    clock.advance(60_000)
-    engine.submit("s", order(lever=1))
-    told = [r.getMessage() for r in caplog.records if "refused before sending" in r.getMessage()]
-    assert len(told) == 3, told
-    assert told[0].endswith(
+    engine.submit("t", order(lever=1))  # another strategy: told apart
+
+    def told() -> list[str]:
+        return [
+            r.getMessage() for r in caplog.records if "refused before sending" in r.getMessage()
+        ]
+
+    assert len(told()) == 2
+    assert told()[0].endswith(
         "of s refused before sending: 2303 Lever cannot be less than 2: lever 1 on ETH-USD"
     )
-    assert " of t refused" in told[1]
-    assert told[2].endswith("(2 more refused alike since the last word)")
+    assert " of t refused" in told()[1]
+    # s is refused every second from now on: told after 1 minute, then 2, then 4 ...
+    lines_at = []
+    for second in range(1, 8 * 60 + 1):
+        clock.advance(1000)
+        before = len(told())
+        engine.submit("s", order(lever=1))
+        if len(told()) > before:
+            lines_at.append(second)
+    assert lines_at == [60, 180, 420]  # 1 minute, then 2 more, then 4 more
+    assert told()[2].endswith("(61 more refused alike since the last word)")
+    # Quiet for an hour, then one more: told at once (with those not told yet), and the
+    # interval is a minute again.
+    clock.advance(3_600_000)
+    engine.submit("s", order(lever=1))
+    assert len(told()) == 6 and told()[-1].endswith("(60 more refused alike since the last word)")
+    clock.advance(61_000)
+    engine.submit("s", order(lever=1))
+    assert len(told()) == 7 and "more refused alike" not in told()[-1]
 
 
 def test_halted_pair_refused_2307() -> None:
