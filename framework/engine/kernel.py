@@ -200,7 +200,7 @@ class Kernel:
 
     def _start_failed(self, strategy: Strategy, exc: Exception) -> None:
         self.start_errors += 1
-        why = f"on_start raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+        why = f"on_start raised {raised(exc)}"
         debug = log.isEnabledFor(logging.DEBUG)
         log.error("strategy %s: %s", strategy.name, why, exc_info=exc if debug else None)
         self.bus.stop_owner(strategy.name, why)
@@ -208,7 +208,7 @@ class Kernel:
         self._notify_stopped(strategy.name, why)
 
     def _owner_stopped(self, owner: str, exc: BaseException) -> None:
-        self._notify_stopped(owner, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        self._notify_stopped(owner, raised(exc))
 
     def _notify_stopped(self, name: str, why: str) -> None:
         for listener in self._stopped_listeners:

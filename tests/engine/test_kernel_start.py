@@ -67,11 +67,14 @@ def test_a_strategy_whose_on_start_raises_is_stopped_and_not_started(
     assert k.started == ["fine"]
     assert isinstance(fine, Fine) and fine.starts == 1  # once, not again by its own handler
     assert boom.stopped and k.bus.is_stopped("boom") and not fine.stopped
-    assert stopped == [("boom", "on_start raised RuntimeError: boom")]
+    at = f"(at test_kernel_start.py:{Boom.on_start.__code__.co_firstlineno + 2})"
+    assert stopped == [("boom", f"on_start raised RuntimeError: boom {at}")]
     assert k.start_errors == 1  # counted in the summary's strategy_errors
     assert len(seen) == 1
     errors = [r for r in caplog.records if r.name == "framework.kernel"]
-    assert [r.getMessage() for r in errors] == ["strategy boom: on_start raised RuntimeError: boom"]
+    assert [r.getMessage() for r in errors] == [
+        f"strategy boom: on_start raised RuntimeError: boom {at}"
+    ]
     assert errors[0].exc_info is None  # the traceback only at DEBUG
     assert not k.all_stopped()
 

@@ -29,6 +29,10 @@ class Boom(Strategy):
         raise RuntimeError("boom")
 
 
+AT = f"(at test_cli_lifecycle.py:{Boom.on_start.__code__.co_firstlineno + 1})"
+"""Where Boom raises, as the failure's line names it."""
+
+
 def json_lines(err: list[str]) -> list[dict[str, Any]]:
     """The JSON log lines of stderr, parsed."""
     return [orjson.loads(line) for line in err if line.startswith("{")]
@@ -49,7 +53,7 @@ async def test_a_strategy_whose_on_start_raises_is_named_and_not_started(tmp_pat
     lines = json_lines(err)
     failed = [line for line in lines if line["msg"].startswith("strategy boom:")]
     assert [(f["level"], f["logger"], f["msg"]) for f in failed] == [
-        ("ERROR", "framework.kernel", "strategy boom: on_start raised RuntimeError: boom")
+        ("ERROR", "framework.kernel", f"strategy boom: on_start raised RuntimeError: boom {AT}")
     ]
     (started,) = [line for line in lines if line["msg"] == "strategies started"]
     assert started["strategies"] == ["ladder"]
@@ -68,7 +72,8 @@ async def test_a_daemon_whose_every_strategy_failed_says_so_and_exits_1(tmp_path
         pass  # it stops by itself
     assert process.returncode == 1, err
     assert err[-1] == (
-        "live: every strategy has been stopped for failing: boom (on_start raised RuntimeError: boom)"
+        "live: every strategy has been stopped for failing: boom (on_start raised RuntimeError:"
+        f" boom {AT})"
     )
     assert summary_of(out)["reason"] == "every strategy stopped for failing"
     assert no_traceback(err)
