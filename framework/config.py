@@ -123,7 +123,9 @@ class PollingConfig:
     newest read, whichever comes first (0 turns that bound off; both 0: no window).
 
     Every ``open_orders_interval_s`` the live node lists each pair's open orders and
-    queries the tracked resting orders the list lacks (0: only at start).
+    queries the tracked resting orders the list lacks (0: only at start). Every
+    ``positions_interval_s`` it reads each pair's positions, for their unrealized PnL (0:
+    only at start and after a reconnect).
     """
 
     match_interval_s: float = 1.0
@@ -132,6 +134,7 @@ class PollingConfig:
     reread_age_s: float = 10.0
     reread_ids: int = 500
     open_orders_interval_s: float = 30.0
+    positions_interval_s: float = 30.0
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -331,6 +334,11 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
         0 <= config.polling.open_orders_interval_s <= 86400,
         ("polling", "open_orders_interval_s"),
         "must be between 0 and 86400 (0: only at start)",
+    )
+    out.require(
+        0 <= config.polling.positions_interval_s <= 86400,
+        ("polling", "positions_interval_s"),
+        "must be between 0 and 86400 (0: only at start and after a reconnect)",
     )
     out.require(bool(config.strategies), ("strategies",), "at least one strategy is required")
     names: set[str] = set()

@@ -48,10 +48,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from framework.config import Config
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import Clock
-from framework.engine.events import (
-    ConnectionChanged,
-    Timer,
-)
+from framework.engine.events import ConnectionChanged, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
 from framework.engine.kernel import Kernel
@@ -62,6 +59,7 @@ from framework.live.journal import Journal
 from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metrics
 from framework.live.order_check import OpenOrderCheck
 from framework.live.poller import MatchPoller
+from framework.live.position_refresh import PositionRefresh
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.startup import FatalError, initial_sync
@@ -69,10 +67,7 @@ from framework.live.stream import RestResync, StreamClient
 from framework.live.summary import SUMMARY_KEYS, run_summary
 from framework.live.trading import TradingState
 from framework.live.wallclock import WallClock
-from framework.venue.errors import (
-    ConfigError,
-    FrameworkError,
-)
+from framework.venue.errors import ConfigError, FrameworkError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 from framework.venue.signing import make_signer
 
@@ -132,6 +127,8 @@ class Node:
         self.recorder: Recorder | None = None
         self.poller: MatchPoller | None = None
         self.order_check: OpenOrderCheck | None = None
+        self.position_refresh: PositionRefresh | None = None
+        self.resync: RestResync | None = None
         self.scheduler: AsyncIOScheduler | None = None
 
     # ---------------------------------------------------------------------------- control
@@ -348,7 +345,7 @@ class Node:
             reread_ids=config.polling.reread_ids,
             reread_age_s=config.polling.reread_age_s,
         )
-        resync = RestResync(
+        resync = self.resync = RestResync(
             rest,
             pairs=pairs,
             coins=coins,
@@ -409,6 +406,10 @@ class Node:
                 engine, rest, pairs=list(self.config.pairs), interval_s=interval
             )
             self.order_check.start(self.scheduler)
+        if self.resync is not None:
+            self.position_refresh = PositionRefresh.started(
+                self.scheduler, self.resync, self.trading.on_positions, self.config
+            )
         log.info(
             "scheduler started", extra={"match_interval_s": self.config.polling.match_interval_s}
         )
@@ -429,6 +430,8 @@ class Node:
             self.poller.shutdown()
         if self.order_check is not None:
             self.order_check.shutdown()
+        if self.position_refresh is not None:
+            self.position_refresh.shutdown()
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 

@@ -433,10 +433,7 @@ class RestResync:
         self.runs += 1
         portfolio = self._portfolio
         for pair in self.pairs:
-            position_mark = portfolio.position_mark(pair)
-            positions = await self._all_positions(pair)
-            if portfolio.apply_positions(pair, positions, mark=position_mark):
-                self._publish(PositionsSynced(pair, tuple(positions)))
+            await self.refresh_positions(pair)
         for coin in self.coins:
             mark = portfolio.account_mark(coin)
             balance = await self._rest.balance(coin)
@@ -444,6 +441,20 @@ class RestResync:
                 self._publish(BalanceSynced(balance))
         if self._poller is not None:
             await self._poller.poll_now()
+
+    async def refresh_positions(self, pair: str) -> tuple[Position, ...] | None:
+        """Fetch pair's positions and apply them (PositionsSynced when they changed); the
+        snapshot, or None when a push arrived meanwhile (it is newer: the snapshot is not
+        applied)."""
+        portfolio = self._portfolio
+        mark = portfolio.position_mark(pair)
+        positions = tuple(await self._all_positions(pair))
+        if mark != portfolio.position_mark(pair):
+            portfolio.apply_positions(pair, positions, mark=mark)  # counted as ignored
+            return None
+        if portfolio.apply_positions(pair, positions, mark=mark):
+            self._publish(PositionsSynced(pair, positions))
+        return positions
 
     async def _all_positions(self, pair: str) -> list[Position]:
         found: dict[int, Position] = {}

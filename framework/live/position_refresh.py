@@ -1,0 +1,115 @@
+"""The periodic position snapshot: unrealized PnL kept fresh between reconnects.
+
+The venue's position pushes carry no unrealized PnL; only its REST position list does. The
+stream's resync reads that list at start-up and after every reconnect, so without more, the
+unrealized PnL of a position opened later (the summary's ``pnl``, the ``perp_pnl`` gauge)
+stays unknown until the next reconnect. Every ``polling.positions_interval_s`` this job
+reads each pair's positions the same way (:meth:`framework.live.stream.RestResync.
+refresh_positions`: applied only if no push arrived meanwhile, PositionsSynced when they
+changed) and hands the snapshot to the trading state. One apscheduler job
+(``max_instances=1``, ``coalesce``); a failure to read a pair is one warning, and the next
+round tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from framework.config import Config
+from framework.engine.events import PositionsSynced
+from framework.live.stream import RestResync
+from framework.venue.errors import FrameworkError
+from framework.venue.models import Position
+
+__all__ = ["PositionRefresh"]
+
+log = logging.getLogger("framework.node")
+
+_JOB_ID = "positions-refresh"
+
+
+class PositionRefresh:
+    """Reads each pair's positions every interval_s and hands the snapshots on."""
+
+    def __init__(
+        self,
+        refresh: Callable[[str], Awaitable[tuple[Position, ...] | None]],
+        on_snapshot: Callable[[PositionsSynced], None],
+        *,
+        pairs: Sequence[str],
+        interval_s: float,
+    ) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"interval_s: expected > 0, got {interval_s}")
+        self._refresh = refresh
+        self._on_snapshot = on_snapshot
+        self.pairs = list(pairs)
+        self.interval_s = interval_s
+        self.rounds = 0
+        """Rounds completed (every pair looked at, read or not)."""
+        self._scheduler: AsyncIOScheduler | None = None
+
+    @classmethod
+    def started(
+        cls,
+        scheduler: AsyncIOScheduler,
+        resync: RestResync,
+        on_snapshot: Callable[[PositionsSynced], None],
+        config: Config,
+    ) -> PositionRefresh | None:
+        """The job of config (polling.positions_interval_s) started, or None when it is 0."""
+        interval = config.polling.positions_interval_s
+        if interval <= 0:
+            return None
+        job = cls(
+            resync.refresh_positions, on_snapshot, pairs=list(config.pairs), interval_s=interval
+        )
+        job.start(scheduler)
+        return job
+
+    def __repr__(self) -> str:
+        return f"PositionRefresh(pairs={self.pairs}, interval_s={self.interval_s})"
+
+    def start(self, scheduler: AsyncIOScheduler) -> None:
+        """Add the job to a running scheduler; its first run is one interval from now."""
+        self._scheduler = scheduler
+        scheduler.add_job(
+            self.refresh,
+            "interval",
+            seconds=self.interval_s,
+            id=_JOB_ID,
+            name="positions refresh",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=None,
+            next_run_time=datetime.now(UTC) + timedelta(seconds=self.interval_s),
+            replace_existing=True,
+        )
+
+    def shutdown(self) -> None:
+        """Remove the job (the scheduler is the caller's)."""
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            job: Any = scheduler.get_job(_JOB_ID)
+            if job is not None:
+                job.remove()
+
+    async def refresh(self) -> int:
+        """One round over every pair; how many snapshots were applied."""
+        applied = 0
+        for pair in self.pairs:
+            try:
+                positions = await self._refresh(pair)
+            except (FrameworkError, OSError) as exc:
+                log.warning("positions of %s not read (%s); read next round", pair, exc)
+                continue
+            if positions is not None:  # else a push came meanwhile: next round
+                self._on_snapshot(PositionsSynced(pair, positions))
+                applied += 1
+        self.rounds += 1
+        return applied
