@@ -17,13 +17,11 @@ worked, so a 404 now says little about the venue).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
 from framework.engine.execution import ExecutionEngine
+from framework.live.interval_job import IntervalJob
 from framework.live.rest import RestClient
 from framework.venue.errors import FrameworkError
 
@@ -31,11 +29,12 @@ __all__ = ["OpenOrderCheck"]
 
 log = logging.getLogger("framework.node")
 
-_JOB_ID = "open-orders-check"
 
-
-class OpenOrderCheck:
+class OpenOrderCheck(IntervalJob):
     """Lists each pair's open orders every interval_s and reconciles the engine with them."""
+
+    JOB_ID = "open-orders-check"
+    JOB_NAME = "open orders check"
 
     def __init__(
         self,
@@ -45,44 +44,21 @@ class OpenOrderCheck:
         pairs: Sequence[str],
         interval_s: float,
     ) -> None:
-        if interval_s <= 0:
-            raise ValueError(f"interval_s: expected > 0, got {interval_s}")
+        super().__init__(interval_s)
         self.engine = engine
         self.rest = rest
         self.pairs = list(pairs)
-        self.interval_s = interval_s
         self.rounds = 0
         """Checks completed (every pair looked at, read or not)."""
         self.queried = 0
         """Tracked resting orders the venue did not list, queried."""
-        self._scheduler: AsyncIOScheduler | None = None
 
     def __repr__(self) -> str:
         return f"OpenOrderCheck(pairs={self.pairs}, interval_s={self.interval_s})"
 
-    def start(self, scheduler: AsyncIOScheduler) -> None:
-        """Add the job to a running scheduler; its first run is one interval from now."""
-        self._scheduler = scheduler
-        scheduler.add_job(
-            self.check,
-            "interval",
-            seconds=self.interval_s,
-            id=_JOB_ID,
-            name="open orders check",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-            next_run_time=datetime.now(UTC) + timedelta(seconds=self.interval_s),
-            replace_existing=True,
-        )
-
-    def shutdown(self) -> None:
-        """Remove the job (the scheduler is the caller's)."""
-        scheduler, self._scheduler = self._scheduler, None
-        if scheduler is not None:
-            job: Any = scheduler.get_job(_JOB_ID)
-            if job is not None:
-                job.remove()
+    def round(self) -> Callable[[], Awaitable[Any]]:
+        """The job's round: check."""
+        return self.check
 
     async def check(self) -> dict[str, int]:
         """One round over every pair; the counts summed (listed, missing)."""

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.config import Config
 from framework.engine.events import PositionsSynced
+from framework.live.interval_job import IntervalJob
 from framework.live.stream import RestResync
 from framework.venue.errors import FrameworkError
 from framework.venue.models import Position
@@ -30,11 +30,12 @@ __all__ = ["PositionRefresh"]
 
 log = logging.getLogger("framework.node")
 
-_JOB_ID = "positions-refresh"
 
-
-class PositionRefresh:
+class PositionRefresh(IntervalJob):
     """Reads each pair's positions every interval_s and hands the snapshots on."""
+
+    JOB_ID = "positions-refresh"
+    JOB_NAME = "positions refresh"
 
     def __init__(
         self,
@@ -44,15 +45,12 @@ class PositionRefresh:
         pairs: Sequence[str],
         interval_s: float,
     ) -> None:
-        if interval_s <= 0:
-            raise ValueError(f"interval_s: expected > 0, got {interval_s}")
+        super().__init__(interval_s)
         self._refresh = refresh
         self._on_snapshot = on_snapshot
         self.pairs = list(pairs)
-        self.interval_s = interval_s
         self.rounds = 0
         """Rounds completed (every pair looked at, read or not)."""
-        self._scheduler: AsyncIOScheduler | None = None
 
     @classmethod
     def started(
@@ -75,29 +73,9 @@ class PositionRefresh:
     def __repr__(self) -> str:
         return f"PositionRefresh(pairs={self.pairs}, interval_s={self.interval_s})"
 
-    def start(self, scheduler: AsyncIOScheduler) -> None:
-        """Add the job to a running scheduler; its first run is one interval from now."""
-        self._scheduler = scheduler
-        scheduler.add_job(
-            self.refresh,
-            "interval",
-            seconds=self.interval_s,
-            id=_JOB_ID,
-            name="positions refresh",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=None,
-            next_run_time=datetime.now(UTC) + timedelta(seconds=self.interval_s),
-            replace_existing=True,
-        )
-
-    def shutdown(self) -> None:
-        """Remove the job (the scheduler is the caller's)."""
-        scheduler, self._scheduler = self._scheduler, None
-        if scheduler is not None:
-            job: Any = scheduler.get_job(_JOB_ID)
-            if job is not None:
-                job.remove()
+    def round(self) -> Callable[[], Awaitable[Any]]:
+        """The job's round: refresh."""
+        return self.refresh
 
     async def refresh(self) -> int:
         """One round over every pair; how many snapshots were applied."""

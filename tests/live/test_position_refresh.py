@@ -16,7 +16,7 @@ from framework import OrderIntent
 from framework.config import Config
 from framework.live.node import Node
 from framework.twin.server import VenueTwin
-from framework.twin.settings import PriceSettings, TwinSettings
+from tests.live.test_adoption import still_twin
 from tests.live.test_cancels import hand, venue_config
 from tests.node_running import running
 from tests.waiting import eventually
@@ -42,8 +42,7 @@ def twin_unrealized(twin: VenueTwin) -> Decimal:
 async def test_the_unrealized_pnl_of_a_position_opened_while_running_follows_the_mark(
     tmp_path: Path,
 ) -> None:
-    settings = TwinSettings(prices=PriceSettings(tick_interval=0))
-    async with VenueTwin(settings, host="127.0.0.1", port=0) as twin:
+    async with still_twin() as twin:
         node = Node(refreshing(twin, tmp_path / "j.sqlite", 0.2))
         async with running(node):
             h = hand(node)
@@ -66,8 +65,7 @@ async def test_the_unrealized_pnl_of_a_position_opened_while_running_follows_the
 async def test_positions_interval_0_reads_positions_only_at_start_and_reconnect(
     tmp_path: Path,
 ) -> None:
-    settings = TwinSettings(prices=PriceSettings(tick_interval=0))
-    async with VenueTwin(settings, host="127.0.0.1", port=0) as twin:
+    async with still_twin() as twin:
         node = Node(refreshing(twin, tmp_path / "j.sqlite", 0))
         async with running(node):
             assert node.position_refresh is None
