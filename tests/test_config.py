@@ -292,3 +292,10 @@ def test_live_example_config_is_valid_with_its_environment() -> None:
     with pytest.raises(ConfigProblems) as caught:
         load_config(ROOT / "configs" / "live.example.yaml", env={})
     assert "environment variable PERP_API_KEY is not set" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["-1", "86401", ".nan"])
+def test_positions_interval_is_bounded(value: str) -> None:
+    text = EMBEDDED.replace("pairs:\n", f"polling:\n  positions_interval_s: {value}\npairs:\n")
+    (problem,) = problems_of(text)
+    assert problem.startswith("polling.positions_interval_s: must be between 0 and 86400")

@@ -38,7 +38,7 @@ __all__ = [
 
 
 class PositionsSynced(msgspec.Struct, frozen=True, gc=False):
-    """A REST snapshot of one pair's positions (after connect or reconnect)."""
+    """A REST snapshot of one pair's positions that changed what was known (live only)."""
 
     pair: str
     positions: tuple[Position, ...]

@@ -345,19 +345,12 @@ class Node:
             reread_ids=config.polling.reread_ids,
             reread_age_s=config.polling.reread_age_s,
         )
-        resync = self.resync = RestResync(
-            rest,
-            pairs=pairs,
-            coins=coins,
-            portfolio=self.portfolio,
-            publish=self.bus.publish,
-            poller=self.poller,
-        )
-        await self._initial_sync(
-            RestResync(
-                rest, pairs=pairs, coins=coins, portfolio=self.portfolio, publish=self.bus.publish
-            )
-        )
+        snapshots = partial(
+            RestResync, rest, pairs=pairs, coins=coins, portfolio=self.portfolio,
+            publish=self.bus.publish, on_snapshot=self.trading.on_snapshot,
+        )  # fmt: skip
+        resync = self.resync = snapshots(poller=self.poller)
+        await self._initial_sync(snapshots())
         self.stream = StreamClient(
             venue.ws_url,
             rest.builder,
@@ -408,7 +401,7 @@ class Node:
             self.order_check.start(self.scheduler)
         if self.resync is not None:
             self.position_refresh = PositionRefresh.started(
-                self.scheduler, self.resync, self.trading.on_positions, self.config
+                self.scheduler, self.resync, self.config
             )
         log.info(
             "scheduler started", extra={"match_interval_s": self.config.polling.match_interval_s}

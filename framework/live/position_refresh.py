@@ -6,7 +6,7 @@ unrealized PnL of a position opened later (the summary's ``pnl``, the ``perp_pnl
 stays unknown until the next reconnect. Every ``polling.positions_interval_s`` this job
 reads each pair's positions the same way (:meth:`framework.live.stream.RestResync.
 refresh_positions`: applied only if no push arrived meanwhile, PositionsSynced when they
-changed) and hands the snapshot to the trading state. One apscheduler job
+changed, each applied snapshot handed to the trading state). One apscheduler job
 (``max_instances=1``, ``coalesce``); a failure to read a pair is one warning, and the next
 round tries again.
 """
@@ -20,7 +20,6 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.config import Config
-from framework.engine.events import PositionsSynced
 from framework.live.interval_job import IntervalJob
 from framework.live.stream import RestResync
 from framework.venue.errors import FrameworkError
@@ -32,7 +31,7 @@ log = logging.getLogger("framework.node")
 
 
 class PositionRefresh(IntervalJob):
-    """Reads each pair's positions every interval_s and hands the snapshots on."""
+    """Reads each pair's positions every interval_s (through the resync's refresh)."""
 
     JOB_ID = "positions-refresh"
     JOB_NAME = "positions refresh"
@@ -40,14 +39,12 @@ class PositionRefresh(IntervalJob):
     def __init__(
         self,
         refresh: Callable[[str], Awaitable[tuple[Position, ...] | None]],
-        on_snapshot: Callable[[PositionsSynced], None],
         *,
         pairs: Sequence[str],
         interval_s: float,
     ) -> None:
         super().__init__(interval_s)
         self._refresh = refresh
-        self._on_snapshot = on_snapshot
         self.pairs = list(pairs)
         self.rounds = 0
         """Rounds completed (every pair looked at, read or not)."""
@@ -57,16 +54,13 @@ class PositionRefresh(IntervalJob):
         cls,
         scheduler: AsyncIOScheduler,
         resync: RestResync,
-        on_snapshot: Callable[[PositionsSynced], None],
         config: Config,
     ) -> PositionRefresh | None:
         """The job of config (polling.positions_interval_s) started, or None when it is 0."""
         interval = config.polling.positions_interval_s
         if interval <= 0:
             return None
-        job = cls(
-            resync.refresh_positions, on_snapshot, pairs=list(config.pairs), interval_s=interval
-        )
+        job = cls(resync.refresh_positions, pairs=list(config.pairs), interval_s=interval)
         job.start(scheduler)
         return job
 
@@ -87,7 +81,6 @@ class PositionRefresh(IntervalJob):
                 log.warning("positions of %s not read (%s); read next round", pair, exc)
                 continue
             if positions is not None:  # else a push came meanwhile: next round
-                self._on_snapshot(PositionsSynced(pair, positions))
                 applied += 1
         self.rounds += 1
         return applied

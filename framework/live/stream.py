@@ -407,7 +407,10 @@ class RestResync:
 
     Positions of every pair and the balance of every coin are fetched; what changed in the
     portfolio is published as PositionsSynced / BalanceSynced. A snapshot is applied only if
-    no push for that pair or coin arrived while it was fetched (pushes are newer).
+    no push for that pair or coin arrived while it was fetched (pushes are newer), and every
+    applied position snapshot goes to on_snapshot (the trading state's unrealized PnL). One
+    pair's positions are read by one caller at a time (the resync, the periodic refresh): a
+    slow answer read before a newer one was applied never replaces it.
     """
 
     def __init__(
@@ -419,6 +422,7 @@ class RestResync:
         portfolio: Portfolio,
         publish: Callable[[Event], None],
         poller: MatchPolling | None = None,
+        on_snapshot: Callable[[str, tuple[Position, ...]], None] | None = None,
     ) -> None:
         self._rest = rest
         self.pairs = tuple(pairs)
@@ -426,6 +430,8 @@ class RestResync:
         self._portfolio = portfolio
         self._publish = publish
         self._poller = poller
+        self._on_snapshot = on_snapshot
+        self._reading: dict[str, anyio.Lock] = {}
         self.runs = 0
 
     async def __call__(self) -> None:
@@ -443,18 +449,23 @@ class RestResync:
             await self._poller.poll_now()
 
     async def refresh_positions(self, pair: str) -> tuple[Position, ...] | None:
-        """Fetch pair's positions and apply them (PositionsSynced when they changed); the
-        snapshot, or None when a push arrived meanwhile (it is newer: the snapshot is not
-        applied)."""
-        portfolio = self._portfolio
-        mark = portfolio.position_mark(pair)
-        positions = tuple(await self._all_positions(pair))
-        if mark != portfolio.position_mark(pair):
-            portfolio.apply_positions(pair, positions, mark=mark)  # counted as ignored
-            return None
-        if portfolio.apply_positions(pair, positions, mark=mark):
-            self._publish(PositionsSynced(pair, positions))
-        return positions
+        """Fetch pair's positions and apply them (see the class); the snapshot, or None when
+        a push arrived meanwhile (it is newer: the snapshot is set aside and counted)."""
+        lock = self._reading.get(pair)
+        if lock is None:
+            lock = self._reading[pair] = anyio.Lock()
+        async with lock:
+            portfolio = self._portfolio
+            mark = portfolio.position_mark(pair)
+            positions = tuple(await self._all_positions(pair))
+            if mark != portfolio.position_mark(pair):
+                portfolio.apply_positions(pair, positions, mark=mark)  # counted as ignored
+                return None
+            if portfolio.apply_positions(pair, positions, mark=mark):
+                self._publish(PositionsSynced(pair, positions))
+            if self._on_snapshot is not None:
+                self._on_snapshot(pair, positions)
+            return positions
 
     async def _all_positions(self, pair: str) -> list[Position]:
         found: dict[int, Position] = {}

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from framework.engine.bus import Bus
-from framework.engine.events import MatchFilled, OrderUpdate, PositionsSynced
+from framework.engine.events import MatchFilled, OrderUpdate
 from framework.engine.intents import OrderStatus
 from framework.engine.portfolio import Portfolio
 from framework.live.metrics import Amounts
+from framework.venue.models import Position
 
 __all__ = ["TradingState"]
 
@@ -24,8 +25,9 @@ class TradingState:
 
     Realized PnL and fees add up ``profit_loss`` and ``trade_fee`` of this node's own matches
     (external ones left out); unrealized PnL is the sum of ``unrealized_pnl`` of the pair's
-    last REST position snapshot (taken at start-up and after every reconnect: it is not
-    marked to market in between), 0 while the pair has no open position; resting orders are
+    last REST position snapshot (at start-up, after every reconnect and every
+    ``polling.positions_interval_s``; unknown until a snapshot shows the position), 0 while
+    the pair has no open position; resting orders are
     the limit orders the venue accepted that the engine still holds as ACCEPTED (not filled).
     """
 
@@ -46,7 +48,6 @@ class TradingState:
         self._portfolio = portfolio
         bus.subscribe(MatchFilled, self.on_match)
         bus.subscribe(OrderUpdate, self.on_order)
-        bus.subscribe(PositionsSynced, self.on_positions)
 
     def on_match(self, event: MatchFilled) -> None:
         """Add an own match's profit_loss and trade_fee to its pair."""
@@ -69,13 +70,14 @@ class TradingState:
         else:  # FILLED or another end: no longer resting (the set stays bounded)
             self._accepted.get(intent.pair, set()).discard(update.client_order_id)
 
-    def on_positions(self, event: PositionsSynced) -> None:
-        """Keep the snapshot's unrealized PnL of the pair (None when the venue gave none)."""
-        values = [p.unrealized_pnl for p in event.positions if p.unrealized_pnl is not None]
-        if values or not event.positions:
-            self.unrealized[event.pair] = sum(values, Decimal(0))
-        else:
-            self.unrealized[event.pair] = None
+    def on_snapshot(self, pair: str, positions: tuple[Position, ...]) -> None:
+        """Keep a REST snapshot's unrealized PnL of pair (None when the venue gave none; a flat
+        pair's is forgotten: a position opened by a push has none known until the next)."""
+        if not positions:
+            self.unrealized.pop(pair, None)
+            return
+        values = [p.unrealized_pnl for p in positions if p.unrealized_pnl is not None]
+        self.unrealized[pair] = sum(values, Decimal(0)) if values else None
 
     def resting(self) -> dict[str, int]:
         """Pair -> accepted limit orders not filled yet."""
