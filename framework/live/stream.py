@@ -449,8 +449,10 @@ class RestResync:
             await self._poller.poll_now()
 
     async def refresh_positions(self, pair: str) -> tuple[Position, ...] | None:
-        """Fetch pair's positions and apply them (see the class); the snapshot, or None when
-        a push arrived meanwhile (it is newer: the snapshot is set aside and counted)."""
+        """Fetch pair's positions and apply them (see the class); the snapshot, else None.
+
+        None: a push arrived meanwhile (it is newer); the snapshot is set aside and counted.
+        """
         lock = self._reading.get(pair)
         if lock is None:
             lock = self._reading[pair] = anyio.Lock()
