@@ -276,12 +276,12 @@ class Outcomes:
         taken = self.ledger.bind(entry, order_id)
         if not taken:
             return False
+        total = _ZERO
         for match in taken:
             if self._journal is not None:
                 self._journal.drop_match(match.id)  # counted in what has filled from now on
-            entry.matched += match.quantity or _ZERO
-        if not self._grow(entry) and entry.reported and self._journal is not None:
-            self._keep_filled(entry)
+            total += match.quantity or _ZERO
+        self.add_matched(entry, total)
         return True
 
     def add_matched(self, entry: LiveOrder, quantity: Decimal) -> None:
