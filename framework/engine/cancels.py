@@ -95,6 +95,8 @@ CANCELED: Final = OrderStatus.CANCELED
 FILLED: Final = OrderStatus.FILLED
 PENDING: Final = OrderStatus.PENDING
 UNKNOWN: Final = OrderStatus.UNKNOWN
+LOST: Final = OrderStatus.LOST
+_CANCELLABLE: Final = frozenset({PENDING, ACCEPTED, UNKNOWN, LOST})
 
 
 @attrs.frozen(slots=True)
@@ -170,8 +172,8 @@ class Canceller:
 
     def cancel(self, strategy: str | None, client_order_id: str) -> bool:
         """Ask for the cancel of one order; False when refused at once (CancelRejected sent)."""
-        entry = self._ledger.live.get(client_order_id)
-        if entry is None:
+        entry = self._ledger.find(client_order_id)
+        if entry is None or (entry.status is LOST and not is_resting(entry.order)):
             return self._refuse(strategy or "", client_order_id, NOTHING_TO_CANCEL,
                                 self._why_not_open(client_order_id))  # fmt: skip
         if strategy is not None and entry.strategy != strategy:
@@ -191,8 +193,8 @@ class Canceller:
         if status is PENDING:
             self._after_answer[coid] = entry  # in flight (or waiting for a retry)
             return True
-        if status is UNKNOWN or (status is ACCEPTED and entry.order_id is None):
-            self._queued[coid] = entry
+        if status is UNKNOWN or status is LOST or (status is ACCEPTED and entry.order_id is None):
+            self._queued[coid] = entry  # by its clientOrderId: the answer names the order
             return True
         if status is ACCEPTED:
             if not is_resting(entry.order):
@@ -208,14 +210,15 @@ class Canceller:
         """Cancel every open order of strategy (every strategy: None), of pair (None: all) and
         side (None: both); returns how many cancels were asked."""
         count = 0
-        for entry in list(self._ledger.live.values()):
+        ledger = self._ledger
+        for entry in [*ledger.live.values(), *ledger.lost.values()]:  # LOST: it may rest
             if strategy is not None and entry.strategy != strategy:
                 continue
             if pair is not None and entry.order.pair_name != pair:
                 continue
             if is_long is not None and entry.order.is_long is not is_long:
                 continue
-            if not is_resting(entry.order) or entry.status not in (PENDING, ACCEPTED, UNKNOWN):
+            if not is_resting(entry.order) or entry.status not in _CANCELLABLE:
                 continue
             if self.cancel(entry.strategy, entry.client_order_id):
                 count += 1
@@ -463,7 +466,7 @@ class Canceller:
         """
         coid = record.client_order_id
         ledger = self._ledger
-        entry = ledger.live.get(coid) if coid is not None else None
+        entry = ledger.find(coid) if coid is not None else None
         if entry is None and record.entrust_id is not None:
             entry = ledger.by_order_id.get(record.entrust_id)
         if record.entrust_id is not None:
@@ -471,7 +474,7 @@ class Canceller:
             self._queries.pop(record.entrust_id, None)
             self._for_cancel.discard(record.entrust_id)
             entry = entry or queried
-        if entry is None or entry.client_order_id not in ledger.live:
+        if entry is None or ledger.find(entry.client_order_id) is None:
             return "external" if entry is None else "done"
         if entry.status is PENDING:
             return "open"  # its create's answer is on its way
@@ -487,7 +490,7 @@ class Canceller:
         if state == "filled":
             self._outcomes.settle_filled(entry, "the venue reports it filled")
             return "filled"
-        if state == "open" and entry.status is UNKNOWN:
+        if state == "open" and (entry.status is UNKNOWN or entry.status is LOST):
             self._outcomes.found_open(entry, filled)
             return "adopted"
         if filled is not None and entry.status is ACCEPTED:
@@ -518,35 +521,54 @@ class Canceller:
         self.external += counts["external"]
         return counts
 
-    def check(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
-        """A later list of pair's open orders (a periodic check): query what it lacks.
+    def check(
+        self,
+        pair: str,
+        records: Iterable[VenueOrder],
+        *,
+        asked_ms: int | None = None,
+        window_ms: int = 0,
+    ) -> dict[str, int]:
+        """A later list of pair's open orders (a periodic check): adopt what it names, query
+        what it lacks.
 
-        Only an absence is acted on: a tracked ACCEPTED resting order the list names neither
-        by clientOrderId nor by orderId is queried, and its record decides (cancelled or
-        filled behind the node's back, or still resting: the list was read before it
-        rested). Of the records, only what one says has filled of a tracked ACCEPTED order is
-        taken, as the least that has (never lowering what is known). The list was read a
-        while ago and the engine may know more since (a match claimed for a doubt group), so
-        an UNKNOWN order keeps its doubt and nothing is adopted. An order with a cancel on
-        its way or a query out is left to that answer. Returns counts: listed, missing (this
-        list's); the orders_missing counter counts an order once until a list names it again.
+        An UNKNOWN or LOST intent the list names by its clientOrderId rests at the venue under
+        the list's orderId: it is ACCEPTED with that id (an open order again; see
+        :meth:`Outcomes.found_open`), unless a cancel of it is on its way (its answer
+        decides). A tracked ACCEPTED resting order the list names neither by clientOrderId nor
+        by orderId is queried, and its record decides (cancelled or filled behind the node's
+        back, or still resting: the list was read before it rested). Of the other records,
+        only what one says has filled of a tracked ACCEPTED order is taken, as the least that
+        has (never lowering what is known). A LOST intent the list lacks, though it was asked
+        for (``asked_ms``) a window (``window_ms``) after its doubt began, does not rest: it
+        stays a possible owner of same-looking matches one window more (its fills may be
+        listed late). Returns counts: listed, adopted, missing (this list's); the
+        orders_missing counter counts an order once until a list names it again.
         """
         by_client: set[str] = set()
         by_id: set[int] = set()
-        listed = 0
+        listed = adopted = 0
+        ledger = self._ledger
         for record in records:
             listed += 1
-            if record.client_order_id is not None:
-                by_client.add(record.client_order_id)
+            coid = record.client_order_id
+            if coid is not None:
+                by_client.add(coid)
+                if (coid in ledger.unknown or coid in ledger.lost) and record.state == "open" \
+                        and not self._cancelling(coid):  # fmt: skip
+                    adopted += self.apply_record(record) == "adopted"
+                    continue
             if record.entrust_id is not None:
                 by_id.add(record.entrust_id)
             self._floor(record)
+        if asked_ms is not None and ledger.lost:
+            self._unlisted(pair, by_client, asked_ms, window_ms)
         missing = newly = 0  # this round's / not missing at the last round too (the counter)
         told = self._missing_told
         if told:  # listed again (read before it rested), or no longer tracked: forgotten
             told.difference_update(by_id)
-            told.intersection_update(self._ledger.by_order_id)
-        for entry in list(self._ledger.live.values()):
+            told.intersection_update(ledger.by_order_id)
+        for entry in list(ledger.live.values()):
             coid, order_id = entry.client_order_id, entry.order_id
             if (entry.order.pair_name != pair or entry.status is not ACCEPTED or order_id is None
                     or not is_resting(entry.order) or coid in by_client or order_id in by_id
@@ -568,7 +590,16 @@ class Canceller:
                 told.add(order_id)
                 newly += 1
         self._outcomes.counts["orders_missing"] += newly
-        return {"listed": listed, "missing": missing}
+        return {"listed": listed, "adopted": adopted, "missing": missing}
+
+    def _unlisted(self, pair: str, listed: set[str], asked_ms: int, window_ms: int) -> None:
+        """LOST intents of pair a list asked for late enough lacks: they do not rest."""
+        until = self._now_ms() + window_ms
+        for entry in self._ledger.lost.values():
+            if (entry.order.pair_name == pair and entry.client_order_id not in listed
+                    and asked_ms >= entry.unknown_since_ms + window_ms
+                    and entry.until_ms > until):  # fmt: skip
+                self._ledger.shorten(entry, until)
 
     def _floor(self, record: VenueOrder) -> None:
         """A listed ACCEPTED order's filled quantity, the least that has filled of it."""

@@ -449,12 +449,21 @@ class ExecutionEngine:
         self.flush()
         return counts
 
-    def check_open_orders(self, pair: str, records: list[VenueOrder]) -> dict[str, int]:
-        """A later open-order list of pair (Canceller.check): the orders it lacks are queried."""
-        counts = self.cancels.check(pair, records)
-        if counts["missing"]:
+    def check_open_orders(
+        self, pair: str, records: list[VenueOrder], asked_ms: int | None = None
+    ) -> dict[str, int]:
+        """A later open-order list of pair, asked for at asked_ms (Canceller.check): UNKNOWN
+        and LOST intents it names are ACCEPTED, the tracked orders it lacks are queried."""
+        window_ms = int(self.settings.unknown_window_s * 1000)
+        counts = self.cancels.check(pair, records, asked_ms=asked_ms, window_ms=window_ms)
+        self.flush()
+        if counts["missing"] or self.cancels.pending:
             self._ready()
         return counts
+
+    def now_ms(self) -> int:
+        """The engine's clock (wall clock live, virtual time in a backtest)."""
+        return self._now_ms()
 
     # -- time ---------------------------------------------------------------------------
 
@@ -473,7 +482,7 @@ class ExecutionEngine:
             cancels.settle_unfilled(now - window_ms)
             if cancels.pending:
                 self._ready()
-        if not ledger.unknown:
+        if not ledger.in_doubt:
             return 0
         now = self._now_ms()
         expired, due = ledger.expired(now - window_ms)
@@ -481,7 +490,10 @@ class ExecutionEngine:
         for group in due:
             ended += self._outcomes.ambiguous(group, "the window is over")
         if expired:
-            self._outcomes.lost(expired, self.settings.unknown_window_s)
+            until = now + int(self.settings.lost_memory_s * 1000)
+            self._outcomes.lost(expired, self.settings.unknown_window_s, until)
+        if ledger.lost:
+            ledger.forget_lost(now)
         self._fills.forget_unlinked()  # once nothing is in doubt
         return ended + len(expired)
 
@@ -493,7 +505,7 @@ class ExecutionEngine:
         if oldest is not None:
             settle = max(0, oldest + int(self.settings.unknown_window_s * 1000) - now)
             due = settle if due is None else min(due, settle)
-        if self._ledger.unknown:
+        if self._ledger.groups:
             window_ms = int(self.settings.unknown_window_s * 1000)
             deadline = self._ledger.next_doubt_deadline_ms(window_ms)
             if deadline is not None:
@@ -537,6 +549,15 @@ class ExecutionEngine:
         for entry in ledger.live.values():  # IOC/FOK/market orders answered before the stop
             if entry.status is ACCEPTED:
                 self.cancels.accepted(entry, now)
+        recovery.remember(
+            journal,
+            self._ids.node,
+            ledger=ledger,
+            reference_price=risk.reference_price,
+            now_ms=now,
+            window_ms=int(self.settings.unknown_window_s * 1000),
+            lost_memory_ms=int(self.settings.lost_memory_s * 1000),
+        )
 
     def recover(self) -> int:
         """Restore (if not yet), publish what it found, then decide the kept matches (once).
@@ -588,6 +609,11 @@ class ExecutionEngine:
     def unknown_count(self) -> int:
         """How many intents are UNKNOWN."""
         return len(self._ledger.unknown)
+
+    @property
+    def lost_count(self) -> int:
+        """How many LOST intents are still possible owners of matches (adoptable by a list)."""
+        return len(self._ledger.lost)
 
     def open_quantity(self, pair: str) -> Decimal:
         """The pair's open quantity as the risk gate counts it."""

@@ -37,6 +37,10 @@ class ExecutionSettings:
     retry_base_s: float = attrs.field(default=0.2, validator=_non_negative)
     retry_max_s: float = attrs.field(default=5.0, validator=_non_negative)
     unknown_window_s: float = attrs.field(default=60.0, validator=_non_negative)
+    lost_memory_s: float = attrs.field(default=3600.0, validator=_non_negative)
+    """How long a LOST order that may rest stays a possible owner of same-looking matches and
+    adoptable by an open-order list naming it (shortened to one unknown window once a list
+    lacks it); across restarts too."""
     drain_timeout_s: float = attrs.field(default=10.0, validator=_non_negative)
     missing_result: Literal["unknown", "rejected"] = attrs.field(
         default="unknown", validator=_missing_result

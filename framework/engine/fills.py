@@ -33,12 +33,14 @@ from framework.engine.events import Event, MatchFilled
 from framework.engine.intents import OrderStatus
 from framework.engine.journaling import JournalProtocol, KeptAs
 from framework.engine.outcomes import Outcomes
-from framework.engine.reconcile import EarlyMatches, LiveOrder
+from framework.engine.reconcile import Done, EarlyMatches, LiveOrder
 from framework.venue.models import MatchRecord
 
 __all__ = ["FillLinker"]
 
 log = logging.getLogger("framework.execution")
+
+_ZERO = Decimal(0)
 
 
 class FillLinker:
@@ -94,6 +96,10 @@ class FillLinker:
         link = ledger.recently_done(order_id)
         if link is not None:
             counts["matches_linked"] += 1
+            if isinstance(link, Done):  # a CANCELED order's fill listed after the cancel
+                outcomes.late_fill(link, match.quantity or _ZERO)
+                match = msgspec.structs.replace(match, client_order_id=link.client_order_id)
+                return MatchFilled(match, link.strategy, False)
             coid, strategy, candidates = link
             if coid is not None or candidates:
                 match = msgspec.structs.replace(match, client_order_id=coid, candidates=candidates)
@@ -107,7 +113,7 @@ class FillLinker:
                 entry = ledger.resolve(group)  # the one intent in doubt it can be: unique
                 self._resolve(entry, match, order_id)
                 return self._linked(match, entry)
-        ledger.claim(group, order_id, match.id)
+        ledger.claim(group, order_id, match)
         self._keep(match, KeptAs.COUNTED)
         counts["matches_ambiguous"] += 1
         candidates = group.candidates
@@ -136,7 +142,7 @@ class FillLinker:
             if entry is not None:
                 self._unkeep(match)
                 self._fill(entry, match)
-            elif ledger.unknown:
+            elif ledger.in_doubt:
                 self._forget(ledger.note_unlinked(match))  # still kept
             else:
                 self._unkeep(match)  # nothing is in doubt any more
@@ -154,7 +160,7 @@ class FillLinker:
         if order_id is None or group is None:
             self._unkeep(match)  # its group was settled: nothing left to count for
             return
-        ledger.claim(group, order_id, match.id)
+        ledger.claim(group, order_id, match)
         if group.complete:
             self.outcomes.ambiguous(group, "every member is accounted for")
 
@@ -175,7 +181,7 @@ class FillLinker:
         outcomes = self.outcomes
         outcomes.counts["matches_external"] += 1
         ledger = outcomes.ledger
-        if match.entrust_id is not None and ledger.unknown:
+        if match.entrust_id is not None and ledger.in_doubt:
             # An intent's order in doubt, perhaps: its record may name it later (adoption at
             # the next start). Kept in the journal until then, so a restart still counts it.
             self._forget(ledger.note_unlinked(match))
@@ -185,7 +191,7 @@ class FillLinker:
     def forget_unlinked(self) -> None:
         """Nothing is in doubt any more: the external matches remembered for it go."""
         ledger = self.outcomes.ledger
-        if ledger.unlinked and not ledger.unknown:
+        if ledger.unlinked and not ledger.in_doubt:
             self._forget(ledger.forget_unlinked())
 
     def _forget(self, matches: list[MatchRecord]) -> None:
@@ -205,12 +211,14 @@ class FillLinker:
 
     def _resolve(self, entry: LiveOrder, match: MatchRecord, order_id: int) -> None:
         """An UNKNOWN intent resolved by the evidence of a match: FILLED with its orderId."""
+        was = entry.status
         entry.order_id = order_id
         self.outcomes.unbook(entry)
-        entry.filled = entry.order.quantity
+        self.outcomes.add_matched(entry, match.quantity or _ZERO)  # its whole quantity
         log.warning(
-            "UNKNOWN order %s resolved by evidence: match %d (entrustId %d), the only in-doubt"
-            " intent it agrees with -> FILLED",
+            "%s order %s resolved by evidence: match %d (entrustId %d), the only intent in"
+            " doubt that could own it -> FILLED",
+            was,
             entry.client_order_id,
             match.id,
             order_id,

@@ -64,6 +64,8 @@ class JournalEntry:
     filled: Decimal = Decimal(0)
     matched: Decimal | None = None
     """The sum of its matches, when a venue record said more had filled (None: filled)."""
+    updated_ms: int = 0
+    """When its status last changed."""
 
 
 class JournalProtocol(IdSource, Protocol):
@@ -107,6 +109,15 @@ class JournalProtocol(IdSource, Protocol):
 
     def load_open(self, owner: str) -> list[JournalEntry]:
         """The owner's PENDING, UNKNOWN and ACCEPTED intents, oldest first."""
+        ...
+
+    def load_lost(self, owner: str, since_ms: int) -> list[JournalEntry]:
+        """The owner's LOST intents that became so at since_ms or later, oldest first."""
+        ...
+
+    def load_done(self, owner: str, limit: int) -> list[JournalEntry]:
+        """The owner's newest ``limit`` FILLED and CANCELED intents with an orderId, newest
+        first."""
         ...
 
     def keep_match(self, owner: str, match: MatchRecord, kind: KeptAs) -> None:

@@ -17,8 +17,8 @@ from typing import Final
 from framework.engine.events import Event, OrderUpdate
 from framework.engine.intents import OrderStatus
 from framework.engine.journaling import JournalProtocol, StatusRow
-from framework.engine.reconcile import DoubtGroup, Ledger, LiveOrder
-from framework.engine.risk import RiskGate
+from framework.engine.reconcile import Done, DoubtGroup, Ledger, LiveOrder, group_key
+from framework.engine.risk import RiskGate, is_resting
 
 __all__ = ["COUNTER_NAMES", "Outcomes"]
 
@@ -220,19 +220,26 @@ class Outcomes:
         self.emit([row], [event])
 
     def canceled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:
-        """CANCELED: the orders leave the book; what had filled stays filled (matches tell)."""
+        """CANCELED: the orders leave the book; what had filled stays filled (matches tell).
+
+        ``filled``: what the venue's answer or record says had filled (None: it did not say;
+        the message then says what is known so far, and that fills listed later still come).
+        """
         now = self._now_ms()
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
         for e in entries:
             self.unbook(e)  # before the answer's filled: what it adds was booked too
-            if filled is not None and filled > e.filled:
-                e.filled = filled
-                if self._journal is not None:
-                    self._journal.set_filled(e.client_order_id, filled)
+            if filled is not None:
+                self.raise_filled(e, filled)
             e.status = CANCELED
             self.ledger.drop(e)
-            msg = f"{why}; filled {e.filled} of {e.order.quantity}"
+            q = e.order.quantity
+            if filled is not None:
+                msg = f"{why}; filled {e.filled} of {q}"
+            else:
+                msg = (f"{why}; {e.filled} of {q} known to have filled (the answer did not say;"
+                       " a fill listed later comes as a match of this order)")  # fmt: skip
             rows.append((CANCELED, e.order_id, None, msg, now, e.client_order_id))
             events.append(
                 OrderUpdate(e.client_order_id, CANCELED, e.strategy, e.order_id, None, msg,
@@ -241,26 +248,48 @@ class Outcomes:
         self.counts["orders_canceled"] += len(entries)
         self.emit(rows, events)
 
+    def late_fill(self, done: Done, quantity: Decimal) -> None:
+        """A match of a CANCELED order listed after its cancel: what has filled of it grows
+        (the engine's memory and the journal; the strategy hears the match itself)."""
+        before = done.filled
+        done.matched += quantity
+        after = done.filled
+        if after > before and self._journal is not None:
+            matched = done.matched if done.reported else None
+            self._journal.set_filled(done.client_order_id, after, matched)
+            self.dirty = True
+
     def settle_filled(self, entry: LiveOrder, why: str) -> None:
         """FILLED on the venue's word for the order itself (its matches link to it later)."""
         self.unbook(entry)
-        entry.filled = entry.order.quantity
+        self.raise_filled(entry, entry.order.quantity)  # journaled: the record's word
         log.info("order %s: %s -> FILLED", entry.client_order_id, why)
         self.filled(entry)
 
     def found_open(self, entry: LiveOrder, filled: Decimal | None) -> None:
-        """An UNKNOWN order the venue lists by its clientOrderId: ACCEPTED on that evidence.
+        """An UNKNOWN or LOST order the venue lists by its clientOrderId: ACCEPTED on that
+        evidence, an open order again (a LOST one is tracked and booked in the risk gate anew).
 
         What its record says has filled is the least that has: matches of it found external
         before (its order id was unknown then) are its own now, and its matches count beyond
-        the record as far as their sum goes past it (:meth:`raise_filled`).
+        the record as far as their sum goes past it (:meth:`raise_filled`). A doubt group it
+        leaves that has now counted a match for each member left is settled.
         """
-        self.ledger.clear_doubt(entry)
+        was = entry.status
+        ledger = self.ledger
+        if was is LOST:
+            ledger.found(entry)
+        else:
+            ledger.clear_doubt(entry)
         entry.status = ACCEPTED
         if filled is not None:
             self.raise_filled(entry, filled)
+        if was is LOST and self.risk.tracks_exposure:  # it rests: counted as open again
+            entry.booked = True
+            left = entry.order.quantity - entry.filled
+            self.risk.book(entry.order.pair_name, left if left > 0 else _ZERO, entry.price)
         msg = "found resting at the venue by its clientOrderId"
-        log.warning("UNKNOWN order %s %s -> ACCEPTED", entry.client_order_id, msg)
+        log.warning("%s order %s %s -> ACCEPTED", was, entry.client_order_id, msg)
         self.counts["orders_adopted"] += 1
         row: StatusRow = (ACCEPTED, entry.order_id, None, msg, self._now_ms(),
                           entry.client_order_id)  # fmt: skip
@@ -269,6 +298,11 @@ class Outcomes:
             entry.intent,
         )  # fmt: skip
         self.emit([row], [event])
+        if entry.filled >= entry.order.quantity:  # its matches, found before, add up
+            self.filled(entry)
+        group = ledger.groups.get(group_key(entry.order))
+        if group is not None and group.claimed and group.complete:
+            self.ambiguous(group, "every member left is accounted for")
 
     def bind(self, entry: LiveOrder, order_id: int) -> bool:
         """The venue named entry's order id: its matches found external before count for it.
@@ -325,17 +359,22 @@ class Outcomes:
         self._journal.set_filled(entry.client_order_id, entry.filled, matched)
         self.dirty = True
 
-    def lost(self, expired: list[LiveOrder], window_s: float) -> None:
-        """LOST: no answer and no evidence within the window; said loudly."""
+    def lost(self, expired: list[LiveOrder], window_s: float, until_ms: int) -> None:
+        """LOST: no answer and no evidence within the window; said loudly. Each stays a
+        possible owner of same-looking matches, and adoptable, until until_ms (an order that
+        cannot rest: one window more, for its fills listed late)."""
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
-        self.mark(expired, LOST, None, None, self._now_ms(), rows, events)
+        now = self._now_ms()
+        self.mark(expired, LOST, None, None, now, rows, events)
+        ledger = self.ledger
         for e in expired:
-            self.ledger.drop(e)
             self.unbook(e)
+            rests = is_resting(e.order)
+            ledger.lose(e, until_ms if rests else now + int(window_s * 1000))
             log.error(
-                "order LOST: %s (strategy %s, %s %s %s @ %s): no answer and no matching fill "
-                "within %.0f s; it may or may not rest on the venue",
+                "order LOST: %s (strategy %s, %s %s %s @ %s): no answer and no evidence within"
+                " %.0f s; %s",
                 e.client_order_id,
                 e.strategy,
                 e.order.pair_name,
@@ -343,6 +382,10 @@ class Outcomes:
                 e.order.quantity,
                 e.order.price if e.order.price is not None else "market",
                 window_s,
+                "it may rest on the venue or have filled (an open-order list naming it makes"
+                " it ACCEPTED again)"
+                if rests
+                else "it may have filled",
             )
         self.counts["orders_lost"] += len(expired)
         self.emit(rows, events)
@@ -350,7 +393,7 @@ class Outcomes:
     def ambiguous(self, group: DoubtGroup, why: str) -> int:
         """Settle a doubt group by count: every member AMBIGUOUS, k of n filled."""
         filled = len(group.claimed)
-        kept = [mid for ids in group.claimed.values() for mid in ids]
+        kept = [m.id for matches in group.claimed.values() for m in matches]
         candidates = group.candidates
         pair, is_long, quantity = group.key
         members = self.ledger.settle(group)

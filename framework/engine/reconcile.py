@@ -36,7 +36,9 @@ from framework.venue.models import MatchRecord, OrderInput
 
 __all__ = [
     "DONE_MEMORY",
+    "LOST_MEMORY",
     "Batch",
+    "Done",
     "DoubtGroup",
     "EarlyMatches",
     "GroupKey",
@@ -45,12 +47,15 @@ __all__ = [
     "LiveOrder",
     "agrees",
     "order_input",
+    "price_allows",
     "revive",
 ]
 
 log = logging.getLogger("framework.execution")
 
 _ZERO: Final = Decimal(0)
+_UNKNOWN: Final = OrderStatus.UNKNOWN
+_LOST: Final = OrderStatus.LOST
 
 DONE_MEMORY: Final = 16_384
 """How many filled or group-settled orders' ids the ledger remembers to link late matches.
@@ -58,6 +63,9 @@ DONE_MEMORY: Final = 16_384
 A late match of an order already filled arrives within the match poll's re-read window
 (seconds); the oldest ids are forgotten first, so memory stays flat on a daemon that trades
 for weeks (a few MB at most)."""
+LOST_MEMORY: Final = 4096
+"""How many LOST intents the ledger keeps as possible owners of same-looking matches and as
+adoptable by a listing (the oldest are forgotten first)."""
 UNLINKED_MEMORY: Final = 4096
 """How many external matches the ledger keeps while intents are in doubt (the oldest
 orderId's are forgotten first; all of them once nothing is in doubt)."""
@@ -87,6 +95,7 @@ class LiveOrder:
     unknown_since_ms: int = 0
     matched: Decimal = Decimal(0)  # the sum of the matches linked to it
     reported: Decimal = Decimal(0)  # the most a venue record of it said had filled
+    until_ms: int = 0  # LOST: a possible owner of same-looking matches until then
 
 
 @attrs.define(slots=True, eq=False)
@@ -150,6 +159,14 @@ def agrees(order: OrderInput, match: MatchRecord) -> bool:
     )
 
 
+def price_allows(order: OrderInput, match: MatchRecord) -> bool:
+    """False when the match's price is beyond the order's limit (it cannot be the order's)."""
+    limit, price = order.price, match.average_price
+    if order.is_market or limit is None or price is None:
+        return True
+    return price <= limit if order.is_long else price >= limit
+
+
 GroupKey = tuple[str | None, bool | None, Decimal | None]
 """(pair, is_long, quantity): what a match and an in-doubt intent must share."""
 
@@ -158,12 +175,29 @@ Link = tuple[str | None, str | None, tuple[str, ...]]
 
 
 @attrs.define(slots=True, eq=False)
+class Done:
+    """A CANCELED order the ledger remembers: its late matches still raise what has filled."""
+
+    client_order_id: str
+    strategy: str
+    quantity: Decimal
+    matched: Decimal  # the sum of its matches
+    reported: Decimal  # the most a venue record (or the cancel's answer) said had filled
+
+    @property
+    def filled(self) -> Decimal:
+        """What is known to have filled: the more of the two, at most its quantity."""
+        known = self.matched if self.matched >= self.reported else self.reported
+        return known if known <= self.quantity else self.quantity
+
+
+@attrs.define(slots=True, eq=False)
 class DoubtGroup:
     """UNKNOWN intents of one pair, side and quantity, and the orderIds counted for them."""
 
     key: GroupKey
-    members: dict[str, LiveOrder] = attrs.field(factory=dict)  # order of doubt
-    claimed: dict[int, list[int]] = attrs.field(factory=dict)  # orderId -> its match ids
+    members: dict[str, LiveOrder] = attrs.field(factory=dict)  # order of doubt (LOST too)
+    claimed: dict[int, list[MatchRecord]] = attrs.field(factory=dict)  # orderId -> its matches
 
     @property
     def candidates(self) -> tuple[str, ...]:
@@ -185,6 +219,17 @@ class DoubtGroup:
         """When the newest member became UNKNOWN."""
         return max(e.unknown_since_ms for e in self.members.values())
 
+    def first_unknown_ms(self) -> int | None:
+        """When the oldest member still UNKNOWN (not LOST) became so; None: all are LOST."""
+        return min(
+            (e.unknown_since_ms for e in self.members.values() if e.status is _UNKNOWN),
+            default=None,
+        )
+
+    def admits(self, match: MatchRecord) -> bool:
+        """True when some member could own the match (its price within the member's limit)."""
+        return any(price_allows(e.order, match) for e in self.members.values())
+
 
 def group_key(order: OrderInput) -> GroupKey:
     """The doubt-group key of an order."""
@@ -192,16 +237,25 @@ def group_key(order: OrderInput) -> GroupKey:
 
 
 class Ledger:
-    """Live intents by client order id and order id; UNKNOWN ones in doubt groups."""
+    """Live intents by client order id and order id; UNKNOWN ones in doubt groups.
+
+    A LOST intent (no answer and no evidence within the window) may still rest at the venue
+    or have filled: it stays a member of its doubt group, so a same-looking match is never
+    taken as unique evidence for another intent while it may be the LOST one's, and it stays
+    in :attr:`lost`, so a listing or record naming it by clientOrderId adopts it, until
+    ``until_ms`` (see :meth:`lose`) or until LOST_MEMORY newer ones push it out.
+    """
 
     __slots__ = (
         "_done",
         "_done_limit",
+        "_lost_due_ms",
         "_unlinked_count",
         "by_order_id",
         "claimed",
         "groups",
         "live",
+        "lost",
         "unfilled",
         "unknown",
         "unlinked",
@@ -211,6 +265,8 @@ class Ledger:
         self.live: dict[str, LiveOrder] = {}  # PENDING, UNKNOWN and ACCEPTED intents
         self.by_order_id: dict[int, LiveOrder] = {}
         self.unknown: dict[str, LiveOrder] = {}  # insertion order = order of doubt
+        self.lost: dict[str, LiveOrder] = {}  # LOST, still possible owners (order of loss)
+        self._lost_due_ms: int | None = None  # the earliest until_ms among them
         self.groups: dict[GroupKey, DoubtGroup] = {}
         self.claimed: dict[int, DoubtGroup] = {}  # orderId -> the live group that counted it
         # ACCEPTED orders that cannot rest, not filled yet: clientOrderId -> accepted ms, in
@@ -222,24 +278,40 @@ class Ledger:
         self.unlinked: dict[int, list[MatchRecord]] = {}
         self._unlinked_count = 0
         # Generations of remembered ids, oldest first; the last one takes new ids.
-        self._done: deque[dict[int, Link]] = deque([{}])
+        self._done: deque[dict[int, Link | Done]] = deque([{}])
         chunk = max(1, min(DONE_CHUNK, done_memory))
         self._done_limit = (chunk, -(-done_memory // chunk) + 1)  # (ids each, generations)
+
+    @property
+    def in_doubt(self) -> bool:
+        """True while some intent is UNKNOWN or LOST and may still own an unnamed match."""
+        return bool(self.unknown) or bool(self.lost)
 
     def add(self, entry: LiveOrder) -> None:
         """Track an intent."""
         self.live[entry.client_order_id] = entry
 
+    def find(self, client_order_id: str) -> LiveOrder | None:
+        """The tracked or LOST intent of that client order id, else None."""
+        entry = self.live.get(client_order_id)
+        return entry if entry is not None else self.lost.get(client_order_id)
+
     def bind(self, entry: LiveOrder, order_id: int) -> list[MatchRecord]:
-        """The venue named the intent's order id; returns its matches found external before
-        (see note_unlinked), its own now (the caller counts them)."""
+        """The venue named the intent's order id; returns its matches found before (external,
+        see note_unlinked, or counted for a doubt group), its own now (the caller counts them).
+        """
         entry.order_id = order_id
-        self.by_order_id[order_id] = entry
+        if entry.status is not _LOST:
+            self.by_order_id[order_id] = entry
+        taken: list[MatchRecord] = []
+        group = self.claimed.pop(order_id, None)
+        if group is not None:  # counted for a group of same-looking intents: it is this one's
+            taken.extend(group.claimed.pop(order_id, ()))
         if self.unlinked:
-            taken = self.unlinked.pop(order_id, [])
-            self._unlinked_count -= len(taken)
-            return taken
-        return []
+            found = self.unlinked.pop(order_id, [])
+            self._unlinked_count -= len(found)
+            taken.extend(found)
+        return taken
 
     def note_unlinked(self, match: MatchRecord) -> list[MatchRecord]:
         """Remember a match of an order nobody named while intents are in doubt: an UNKNOWN
@@ -278,6 +350,9 @@ class Ledger:
         """The intent's outcome is unknown from now on."""
         entry.unknown_since_ms = now_ms
         self.unknown[entry.client_order_id] = entry
+        self._join(entry)
+
+    def _join(self, entry: LiveOrder) -> None:
         key = group_key(entry.order)
         group = self.groups.get(key)
         if group is None:
@@ -290,7 +365,7 @@ class Ledger:
 
     def _undoubt(self, entry: LiveOrder) -> None:
         coid = entry.client_order_id
-        if self.unknown.pop(coid, None) is None:
+        if self.unknown.pop(coid, None) is None and self.lost.pop(coid, None) is None:
             return
         key = group_key(entry.order)
         group = self.groups.get(key)
@@ -301,6 +376,66 @@ class Ledger:
                 for order_id in group.claimed:
                     self.claimed.pop(order_id, None)
 
+    def lose(self, entry: LiveOrder, until_ms: int) -> list[LiveOrder]:
+        """The UNKNOWN intent is LOST: untracked, but a possible owner of same-looking matches
+        and adoptable by a listing until until_ms. Returns the LOST intents forgotten to stay
+        within LOST_MEMORY."""
+        coid = entry.client_order_id
+        self.live.pop(coid, None)
+        self.unfilled.pop(coid, None)
+        self.unknown.pop(coid, None)
+        entry.status = _LOST
+        self.lost[coid] = entry
+        self.shorten(entry, until_ms)
+        forgotten: list[LiveOrder] = []
+        while len(self.lost) > LOST_MEMORY:
+            oldest = self.lost[next(iter(self.lost))]
+            self._undoubt(oldest)
+            forgotten.append(oldest)
+        return forgotten
+
+    def revive_lost(self, entry: LiveOrder, until_ms: int) -> None:
+        """A LOST intent read back from the journal at restart: a possible owner again."""
+        self.lost[entry.client_order_id] = entry
+        self._join(entry)
+        self.shorten(entry, until_ms)
+
+    def shorten(self, entry: LiveOrder, until_ms: int) -> None:
+        """A LOST intent is a possible owner until until_ms (evidence said it does not rest)."""
+        entry.until_ms = until_ms
+        due = self._lost_due_ms
+        if due is None or until_ms < due:
+            self._lost_due_ms = until_ms
+
+    def found(self, entry: LiveOrder) -> None:
+        """A LOST intent a record names by its clientOrderId: tracked again (out of doubt)."""
+        self._undoubt(entry)
+        self.live[entry.client_order_id] = entry
+        if entry.order_id is not None:
+            self.by_order_id[entry.order_id] = entry
+
+    def forget_lost(self, now_ms: int) -> list[LiveOrder]:
+        """Forget the LOST intents whose time as possible owners is over (a group that counted
+        matches keeps its members until it is settled); returns them."""
+        due = self._lost_due_ms
+        if due is None or due > now_ms:
+            return []  # the usual case: one comparison
+        out: list[LiveOrder] = []
+        nxt: int | None = None
+        for entry in list(self.lost.values()):
+            until = entry.until_ms
+            if until <= now_ms:
+                group = self.groups.get(group_key(entry.order))
+                if group is None or not group.claimed:
+                    self._undoubt(entry)
+                    out.append(entry)
+                    continue
+                until = now_ms + 1000  # its group settles first: looked at again then
+            if nxt is None or until < nxt:
+                nxt = until
+        self._lost_due_ms = nxt
+        return out
+
     def drop(self, entry: LiveOrder) -> None:
         """Stop tracking an intent (final); a filled or cancelled order's id is remembered."""
         coid = entry.client_order_id
@@ -309,8 +444,10 @@ class Ledger:
         self._undoubt(entry)
         if entry.order_id is not None:
             self.by_order_id.pop(entry.order_id, None)
-            if entry.status is OrderStatus.FILLED or entry.status is OrderStatus.CANCELED:
+            if entry.status is OrderStatus.FILLED:
                 self._remember(entry.order_id, (coid, entry.strategy, ()))
+            elif entry.status is OrderStatus.CANCELED:
+                self._remember(entry.order_id, done_of(entry))
 
     def retire(self, entry: LiveOrder) -> None:
         """Stop tracking an order that can no longer change but by a late match (its status
@@ -322,7 +459,11 @@ class Ledger:
             self.by_order_id.pop(entry.order_id, None)
             self._remember(entry.order_id, (entry.client_order_id, entry.strategy, ()))
 
-    def _remember(self, order_id: int, link: Link) -> None:
+    def remember(self, order_id: int, link: Link | Done) -> None:
+        """Remember what a done order's late matches link to (restart: from the journal)."""
+        self._remember(order_id, link)
+
+    def _remember(self, order_id: int, link: Link | Done) -> None:
         done = self._done
         chunk, generations = self._done_limit
         if len(done[-1]) >= chunk:  # the newest generation is full: start one
@@ -331,8 +472,8 @@ class Ledger:
                 done.popleft()
         done[-1][order_id] = link
 
-    def recently_done(self, order_id: int) -> Link | None:
-        """What a lately filled or group-settled order's matches are linked to, else None."""
+    def recently_done(self, order_id: int) -> Link | Done | None:
+        """What a lately filled, cancelled or group-settled order's matches are linked to."""
         for generation in reversed(self._done):
             if (link := generation.get(order_id)) is not None:
                 return link
@@ -347,11 +488,13 @@ class Ledger:
         )
 
     def group_for(self, match: MatchRecord) -> DoubtGroup | None:
-        """The doubt group whose members agree with the match (pair, side, quantity), if any."""
+        """The doubt group one of whose members could own the match (pair, side, quantity;
+        a price within its limit), if any."""
         groups = self.groups
         if not groups:  # the usual case: nothing in doubt, no tuple with a Decimal to hash
             return None
-        return groups.get((match.symbol, match.is_long, match.quantity))
+        group = groups.get((match.symbol, match.is_long, match.quantity))
+        return group if group is not None and group.admits(match) else None
 
     def resolve(self, group: DoubtGroup) -> LiveOrder:
         """Take the single member of an unclaimed group out of doubt (unique evidence)."""
@@ -359,9 +502,9 @@ class Ledger:
         self._undoubt(entry)
         return entry
 
-    def claim(self, group: DoubtGroup, order_id: int, match_id: int) -> None:
+    def claim(self, group: DoubtGroup, order_id: int, match: MatchRecord) -> None:
         """Count a match's order for the group, bound to none of its members."""
-        group.claimed.setdefault(order_id, []).append(match_id)
+        group.claimed.setdefault(order_id, []).append(match)
         self.claimed[order_id] = group
 
     def settle(self, group: DoubtGroup) -> list[LiveOrder]:
@@ -400,10 +543,20 @@ class Ledger:
             if group.claimed:
                 at = group.last_doubt_ms() + window_ms
             else:
-                at = min(e.unknown_since_ms for e in group.members.values()) + window_ms
+                first = group.first_unknown_ms()
+                if first is None:
+                    continue  # only LOST members: nothing to end until a match comes
+                at = first + window_ms
             if best is None or at < best:
                 best = at
         return best
+
+
+def done_of(entry: LiveOrder) -> Done:
+    """What the ledger remembers of a CANCELED order."""
+    return Done(
+        entry.client_order_id, entry.strategy, entry.order.quantity, entry.matched, entry.reported
+    )
 
 
 class EarlyMatches:

@@ -11,6 +11,11 @@ gate, the batcher's queue), called by
 * PENDING but sent, with no answer recorded (``unanswered``), and UNKNOWN (``in_doubt``):
   UNKNOWN, their window starting again now; never resent.
 
+:func:`remember` then reads what a late match or a listing may still name: LOST intents
+within ``lost_memory_s`` (possible owners of same-looking matches, adoptable by the
+open-order list), and the newest FILLED and CANCELED orders by orderId (a late match still
+finds its intent, and a CANCELED order's raises what has filled of it).
+
 Intents the running process already tracks (submitted before recovery ran) are left out.
 """
 
@@ -24,12 +29,13 @@ import attrs
 
 from framework.engine.events import OrderUpdate
 from framework.engine.intents import OrderStatus
-from framework.engine.journaling import JournalEntry, StatusRow
+from framework.engine.journaling import JournalEntry, JournalProtocol, StatusRow
 from framework.engine.outcomes import Outcomes
-from framework.engine.reconcile import Ledger, LiveOrder, revive
+from framework.engine.reconcile import DONE_MEMORY, Ledger, LiveOrder, done_of, revive
 from framework.engine.risk import FRAMEWORK_CODES, PENDING_EXPIRED, RiskGate, is_resting
+from framework.venue.models import OrderInput
 
-__all__ = ["RecoveryPlan", "carry_out", "plan"]
+__all__ = ["RecoveryPlan", "carry_out", "plan", "remember"]
 
 log = logging.getLogger("framework.execution")
 
@@ -133,3 +139,32 @@ def carry_out(
         log.warning("restart: %d journaled intents never left; sending them now", len(todo.resend))
     outcomes.emit(rows, events)
     return len(todo.resend)
+
+
+def remember(
+    journal: JournalProtocol,
+    owner: str,
+    *,
+    ledger: Ledger,
+    reference_price: Callable[[OrderInput], Decimal | None],
+    now_ms: int,
+    window_ms: int,
+    lost_memory_ms: int,
+) -> None:
+    """Read back the owner's orders that ended but may still be named (see module)."""
+    for saved in journal.load_lost(owner, now_ms - lost_memory_ms):
+        if ledger.find(saved.client_order_id) is not None:
+            continue
+        entry = revive(saved, reference_price, False)
+        entry.unknown_since_ms = saved.updated_ms - window_ms  # its doubt began a window before
+        until = saved.updated_ms + (lost_memory_ms if is_resting(entry.order) else window_ms)
+        if until > now_ms:
+            ledger.revive_lost(entry, until)
+    for saved in reversed(journal.load_done(owner, DONE_MEMORY)):  # the newest remembered last
+        order_id = saved.order_id
+        if order_id is None or ledger.knows(order_id):
+            continue
+        if saved.status is OrderStatus.CANCELED:
+            ledger.remember(order_id, done_of(revive(saved, reference_price, False)))
+        else:
+            ledger.remember(order_id, (saved.client_order_id, saved.strategy, ()))

@@ -41,6 +41,7 @@ import orjson
 from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry, KeptAs, StatusRow
+from framework.engine.reconcile import DONE_MEMORY
 from framework.venue.codec import decode as decode_record
 from framework.venue.codec import encode as encode_record
 from framework.venue.models import MatchRecord, MatchType, PositionType
@@ -87,6 +88,7 @@ CREATE TABLE IF NOT EXISTS intents (
 );
 CREATE INDEX IF NOT EXISTS intents_open ON intents (owner, status)
     WHERE status IN ('PENDING', 'UNKNOWN', 'ACCEPTED');
+CREATE INDEX IF NOT EXISTS intents_lost ON intents (owner, updated_ms) WHERE status = 'LOST';
 CREATE TABLE IF NOT EXISTS log (
     id INTEGER PRIMARY KEY,
     adds BLOB,
@@ -127,20 +129,27 @@ _UPDATE: Final = (
 )
 _FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
 _SUM: Final = "INSERT OR REPLACE INTO matched_sums (client_order_id, matched) VALUES (?, ?)"
-# The sums of intents that ended are no longer needed (folded intents only: a final status
-# never changes again).
+# The sums of intents that ended are no longer needed (folded intents only), but for the
+# CANCELED among the newest DONE_MEMORY intents: a late match of one still counts beyond
+# what a record said had filled of it (across a restart too).
 _SUMS_ENDED: Final = (
     "DELETE FROM matched_sums WHERE EXISTS (SELECT 1 FROM intents WHERE"
     " intents.client_order_id = matched_sums.client_order_id"
-    " AND status NOT IN ('PENDING', 'UNKNOWN', 'ACCEPTED'))"
+    " AND status NOT IN ('PENDING', 'UNKNOWN', 'ACCEPTED') AND (status != 'CANCELED'"
+    f" OR intents.rowid <= (SELECT max(rowid) FROM intents) - {DONE_MEMORY}))"
 )
 _SEEN: Final = "SELECT match_id FROM seen_matches WHERE pair = ?"
-_LOAD: Final = (
+_COLUMNS: Final = (
     "SELECT client_order_id, strategy, pair, is_long, quantity, price, is_market, lever,"
     " match_type, position_type, user_id, tag, status, sent, order_id, code, msg, filled,"
-    " created_ms, matched_sums.matched FROM intents LEFT JOIN matched_sums USING"
-    " (client_order_id) WHERE owner = ? AND status IN ('PENDING', 'UNKNOWN', 'ACCEPTED')"
-    " ORDER BY intents.rowid"
+    " created_ms, matched_sums.matched, updated_ms FROM intents LEFT JOIN matched_sums USING"
+    " (client_order_id) WHERE owner = ? AND "
+)
+_LOAD: Final = _COLUMNS + "status IN ('PENDING', 'UNKNOWN', 'ACCEPTED') ORDER BY intents.rowid"
+_LOAD_LOST: Final = _COLUMNS + "status = 'LOST' AND updated_ms >= ? ORDER BY intents.rowid"
+_LOAD_DONE: Final = (
+    _COLUMNS + "status IN ('FILLED', 'CANCELED') AND order_id IS NOT NULL"
+    " ORDER BY intents.rowid DESC LIMIT ?"
 )
 
 
@@ -447,39 +456,18 @@ class Journal:
     def load_open(self, owner: str) -> list[JournalEntry]:
         """The owner's PENDING, UNKNOWN and ACCEPTED intents in the order they were added."""
         self.compact()
-        out = []
-        for row in self._conn.execute(_LOAD, (owner,)):
-            (coid, strategy, pair, is_long, quantity, price, is_market, lever, match_type,
-             position_type, user_id, tag, status, sent, order_id, code, msg, filled,
-             created_ms, matched) = row  # fmt: skip
-            intent = OrderIntent(
-                pair=pair,
-                is_long=bool(is_long),
-                quantity=Decimal(quantity),
-                price=None if price is None else Decimal(price),
-                is_market=bool(is_market),
-                lever=lever,
-                match_type=MatchType(match_type),
-                position_type=PositionType(position_type),
-                client_order_id=coid if user_id else None,
-                tag=tag,
-            )
-            out.append(
-                JournalEntry(
-                    client_order_id=coid,
-                    strategy=strategy,
-                    intent=intent,
-                    status=OrderStatus(status),
-                    sent=bool(sent),
-                    created_ms=created_ms,
-                    order_id=order_id,
-                    code=code,
-                    msg=msg,
-                    filled=Decimal(filled),
-                    matched=None if matched is None else Decimal(matched),
-                )
-            )
-        return out
+        return [_entry(row) for row in self._conn.execute(_LOAD, (owner,))]
+
+    def load_lost(self, owner: str, since_ms: int) -> list[JournalEntry]:
+        """The owner's LOST intents that became so at since_ms or later, oldest first."""
+        self.compact()
+        return [_entry(row) for row in self._conn.execute(_LOAD_LOST, (owner, since_ms))]
+
+    def load_done(self, owner: str, limit: int) -> list[JournalEntry]:
+        """The owner's newest ``limit`` FILLED and CANCELED intents with an orderId, newest
+        first (what a late match may still name)."""
+        self.compact()
+        return [_entry(row) for row in self._conn.execute(_LOAD_DONE, (owner, limit))]
 
     def status_of(self, client_order_id: str) -> tuple[OrderStatus, bool, int | None] | None:
         """(status, sent, order_id) of a committed intent, or None (for tools and tests)."""
@@ -560,6 +548,39 @@ class Journal:
             " ON CONFLICT (coin) DO UPDATE SET log_id = excluded.log_id",
             (coin, log_id),
         )
+
+
+def _entry(row: tuple[Any, ...]) -> JournalEntry:
+    """A JournalEntry from a row of _COLUMNS."""
+    (coid, strategy, pair, is_long, quantity, price, is_market, lever, match_type,
+     position_type, user_id, tag, status, sent, order_id, code, msg, filled,
+     created_ms, matched, updated_ms) = row  # fmt: skip
+    intent = OrderIntent(
+        pair=pair,
+        is_long=bool(is_long),
+        quantity=Decimal(quantity),
+        price=None if price is None else Decimal(price),
+        is_market=bool(is_market),
+        lever=lever,
+        match_type=MatchType(match_type),
+        position_type=PositionType(position_type),
+        client_order_id=coid if user_id else None,
+        tag=tag,
+    )
+    return JournalEntry(
+        client_order_id=coid,
+        strategy=strategy,
+        intent=intent,
+        status=OrderStatus(status),
+        sent=bool(sent),
+        created_ms=created_ms,
+        order_id=order_id,
+        code=code,
+        msg=msg,
+        filled=Decimal(filled),
+        matched=None if matched is None else Decimal(matched),
+        updated_ms=updated_ms,
+    )
 
 
 def _version(conn: sqlite3.Connection) -> object:

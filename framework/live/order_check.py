@@ -5,10 +5,10 @@ cancelled behind its back (a person at the venue's website, the venue itself) pr
 of these, so without a look at the venue it would stay ACCEPTED in ``open_orders()`` for
 ever. Every ``polling.open_orders_interval_s`` this job lists each pair's open orders (an
 extension beyond SPEC.md, as at start) and hands them to the engine
-(:meth:`framework.engine.execution.ExecutionEngine.check_open_orders`): a tracked resting
-order the list lacks is queried and ends as the venue's record says. The list's records
-change nothing by themselves (it was read a while ago; see
-:meth:`framework.engine.cancels.Canceller.check`). One apscheduler job (``max_instances=1``,
+(:meth:`framework.engine.execution.ExecutionEngine.check_open_orders`): an UNKNOWN or LOST
+intent the list names by its clientOrderId is ACCEPTED with the list's orderId (an open order
+again), and a tracked resting order the list lacks is queried and ends as the venue's record
+says (see :meth:`framework.engine.cancels.Canceller.check`). One apscheduler job (``max_instances=1``,
 ``coalesce``): a slow check is never run twice at once. A failure to read a pair's list is
 one warning, and the next round tries again; cancels stay as they are (the start-up listing
 worked, so a 404 now says little about the venue).
@@ -61,21 +61,23 @@ class OpenOrderCheck(IntervalJob):
         return self.check
 
     async def check(self) -> dict[str, int]:
-        """One round over every pair; the counts summed (listed, missing)."""
+        """One round over every pair; the counts summed (listed, adopted, missing)."""
         engine = self.engine
-        total = {"listed": 0, "missing": 0}
+        total = {"listed": 0, "adopted": 0, "missing": 0}
         for pair in self.pairs:
             if not engine.cancels.available:  # turned off by a cancel or query call
                 self.shutdown()
                 break
+            asked_ms = engine.now_ms()
             try:
                 records = await self.rest.all_open_orders(pair)
             except (FrameworkError, OSError) as exc:
                 log.warning("open orders of %s not read (%s); checked next round", pair, exc)
                 continue
-            counts = engine.check_open_orders(pair, list(records))
+            counts = engine.check_open_orders(pair, list(records), asked_ms)
             total["listed"] += counts["listed"]
             total["missing"] += counts["missing"]
+            total["adopted"] += counts["adopted"]
             if counts["missing"]:
                 log.info("open orders of %s: %d missing, queried", pair, counts["missing"])
         self.queried += total["missing"]

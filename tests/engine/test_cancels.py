@@ -257,7 +257,7 @@ def test_adoption_confirms_resting_orders_resolves_unknown_ones_and_counts_stran
     assert engine.cancels.external == 1
 
 
-def test_a_later_check_queries_only_what_the_list_lacks_and_changes_nothing_else() -> None:
+def test_a_later_check_adopts_the_unknown_order_it_names_and_queries_what_it_lacks() -> None:
     woken: list[int] = []
     engine, events, _ = engine_with(on_ready=lambda: woken.append(1))
     (resting, gone, by_id) = accepted(engine, 3)
@@ -274,18 +274,24 @@ def test_a_later_check_queries_only_what_the_list_lacks_and_changes_nothing_else
         Record("placed-by-hand", 999, Decimal(0), "open"),
     ]
     woken.clear()
-    assert engine.check_open_orders("ETH-USD", listing) == {"listed": 4, "missing": 1}
+    assert engine.check_open_orders("ETH-USD", listing) == {
+        "listed": 4,
+        "adopted": 1,
+        "missing": 1,
+    }
     assert woken  # the driver is woken to send the query
     assert engine.cancels.take_queries() == [101]
-    # The records changed nothing: the UNKNOWN one keeps its doubt, no stranger is counted.
-    assert updates(events) == before
-    assert engine.unknown_count == 1 and engine.cancels.external == 0
+    # The list names the UNKNOWN order by its clientOrderId: it rests, ACCEPTED with the
+    # list's orderId (an open order again). Nothing else changed; no stranger is counted.
+    assert updates(events) == [*before, (doubtful, OrderStatus.ACCEPTED)]
+    assert engine.unknown_count == 0 and engine.cancels.external == 0
+    assert [o.order_id for o in engine.open_orders() if o.client_order_id == doubtful] == [300]
     # Asked again while the query is out: not asked twice.
     assert engine.check_open_orders("ETH-USD", listing)["missing"] == 0
     # The query's record decides: cancelled behind the node's back.
     assert engine.apply_order_record(Record(gone, 101, Decimal(0), "canceled")) == "canceled"
     assert updates(events)[-1] == (gone, OrderStatus.CANCELED)
-    assert {o.client_order_id for o in engine.open_orders()} == {resting, by_id}
+    assert {o.client_order_id for o in engine.open_orders()} == {resting, by_id, doubtful}
     # Another pair's check leaves ETH-USD's orders alone.
     assert engine.check_open_orders("BTC-USD", [])["missing"] == 0
 

@@ -547,13 +547,17 @@ def test_matches_kept_for_a_doubt_go_from_the_journal_when_it_ends(tmp_path: Pat
     path = tmp_path / "j.db"
     clock = VirtualClock(START_MS)
     journal = Journal.open(path)
-    engine = engine_on(journal, clock, [], unknown_window_s=5.0)
+    engine = engine_on(journal, clock, [], unknown_window_s=5.0, lost_memory_s=30.0)
     lost(engine, "0.1")
     engine.attribute(MatchRecord(id=1, entrust_id=700, symbol="ETH-USD", quantity=Decimal("0.05")))
     engine.flush()
     assert [m.id for m, _ in journal.load_matches("pf")] == [1]
     clock.advance(10_000)
-    engine.tick()  # LOST: nothing in doubt any more
+    engine.tick()  # LOST: it may still rest, and a list may name order 700 as its
+    engine.flush()
+    assert [m.id for m, _ in journal.load_matches("pf")] == [1]
+    clock.advance(30_000)
+    engine.tick()  # lost_memory_s later: nothing is in doubt any more
     engine.flush()
     assert journal.load_matches("pf") == []
     journal.close()
@@ -620,5 +624,5 @@ def test_a_match_seen_between_restore_and_recover_is_remembered_once(tmp_path: P
     engine.on_cancel_answers(cancels, {a: CancelAnswer(200, order_id=700)})
     (last,) = [e for e in events if isinstance(e, OrderUpdate) and e.client_order_id == a][-1:]
     assert last.status is OrderStatus.CANCELED
-    assert "filled 0.05 of 0.1" in (last.msg or "")
+    assert "0.05 of 0.1 known to have filled" in (last.msg or "")
     journal.close()

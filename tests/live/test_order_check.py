@@ -3,7 +3,7 @@
 An order cancelled behind the node's back (by a person on the same account) must not stay
 ACCEPTED in ``open_orders()``: the check lists the venue's open orders, queries the tracked
 resting order the list lacks, and the venue's record ends it. Orders that still rest are
-left alone, and the list's records change nothing by themselves.
+left alone; an UNKNOWN order the list names by its clientOrderId is ACCEPTED with its orderId.
 """
 
 from __future__ import annotations
@@ -106,17 +106,23 @@ async def test_an_order_cancelled_behind_the_nodes_back_ends_canceled_and_others
     assert h.refusals == []
 
 
-async def test_an_unknown_order_listed_by_the_check_keeps_its_doubt() -> None:
-    # The list is read a while ago: the check adopts nothing (the cancel by client id, the
-    # match, or the unknown window settle the doubt).
+async def test_an_unknown_order_the_check_lists_is_accepted_open_and_cancellable() -> None:
+    # The list names the order by its clientOrderId: it rests at the venue under the list's
+    # orderId, so it is ACCEPTED with that id, in open_orders(), and cancelled by that id.
     node = Node(config())
     async with running(node):
         h, twin = hand(node), twin_of(node)
         cid = await unknown_on_twin(node, h, "1900")
-        await rounds_pass(node, 2)
-        assert h.statuses(cid) == [OrderStatus.UNKNOWN]
-        assert node.engine is not None and node.engine.unknown_count == 1
-        assert cid in book(twin)
+        await eventually(lambda: h.last(cid) is OrderStatus.ACCEPTED, timeout=10)
+        assert h.statuses(cid) == [OrderStatus.UNKNOWN, OrderStatus.ACCEPTED]
+        assert h.updates[-1].order_id == record(twin, cid).order_id
+        assert node.engine is not None and node.engine.unknown_count == 0
+        assert [(o.client_order_id, o.order_id) for o in h.open_orders()] == [
+            (cid, record(twin, cid).order_id)
+        ]
+        assert h.cancel(cid) is True
+        await eventually(lambda: h.last(cid) is OrderStatus.CANCELED, timeout=10)
+        assert book(twin) == {} and h.refusals == []
 
 
 async def test_an_order_filled_before_its_match_is_listed_ends_filled_with_its_fill_once() -> None:
