@@ -31,16 +31,12 @@ cancel's effect could only have been asked gets a CancelRejected with 9023 (it k
 last known state, and says so), once no other query of it is out.
 
 Open orders are the tracked ACCEPTED orders that may rest
-(:func:`framework.engine.open_orders.open_orders`). At start the runtime lists the venue's
-open orders (:meth:`Canceller.adopt`): orders the journal knows are adopted (an UNKNOWN one found resting
-by its clientOrderId is ACCEPTED on that evidence), the journal's resting orders the venue
-no longer lists are queried, and the rest are external (counted, never touched). While it
-runs it lists them again now and then (:meth:`Canceller.check`): an ACCEPTED resting order
-the list lacks, cancelled or filled behind its back (a person at the venue's website, the
-venue itself), is queried and ends as the venue's record says (without queryOrder, it is
-reported once in a warning and keeps its state: the list shows it no longer rests, not
-whether it filled or was cancelled). What a record says has filled of an order is the
-least that has: its matches listed later count only beyond it (they may be the same fills).
+(:func:`framework.engine.open_orders.open_orders`). The venue's open-order list, at start
+(:meth:`Canceller.adopt`) and now and then while running (:meth:`Canceller.check`), is
+evidence: an UNKNOWN or LOST intent it names by clientOrderId rests (ACCEPTED with the
+list's orderId), a tracked resting order it lacks is queried, and what a record says has
+filled of an order is the least that has (its matches listed later count only beyond it).
+A LOST order that may rest is cancelled by its clientOrderId, as an UNKNOWN one.
 
 Pure: no I/O, time passed in. Written here rather than taken from a library: it is the
 engine's own bookkeeping of its intents.
@@ -53,8 +49,16 @@ from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Final
 
-import attrs
-
+from framework.engine.cancel_calls import (
+    CANCEL_CODES,
+    NO_ANSWER,
+    NO_CANCELS,
+    NOT_OWNER,
+    NOTHING_TO_CANCEL,
+    CancelAnswer,
+    CancelBatch,
+    answer_key,
+)
 from framework.engine.events import CancelRejected, Event
 from framework.engine.intents import OrderStatus
 from framework.engine.open_orders import VenueOrder
@@ -76,20 +80,6 @@ __all__ = [
 
 log = logging.getLogger("framework.execution")
 
-NOTHING_TO_CANCEL: Final = 9020
-NOT_OWNER: Final = 9021
-NO_CANCELS: Final = 9022
-NO_ANSWER: Final = 9023
-
-CANCEL_CODES: Final[dict[int, str]] = {
-    NOTHING_TO_CANCEL: "Nothing to cancel: {0}",
-    NOT_OWNER: "Order {0} belongs to strategy {1}",
-    NO_CANCELS: "The venue does not offer cancels ({0})",
-    NO_ANSWER: "The venue's answer did not say, and the order cannot be queried ({0}): it stays"
-    " {1}",
-}
-"""The framework's own cancel refusal codes and their message templates."""
-
 ACCEPTED: Final = OrderStatus.ACCEPTED
 CANCELED: Final = OrderStatus.CANCELED
 FILLED: Final = OrderStatus.FILLED
@@ -97,38 +87,6 @@ PENDING: Final = OrderStatus.PENDING
 UNKNOWN: Final = OrderStatus.UNKNOWN
 LOST: Final = OrderStatus.LOST
 _CANCELLABLE: Final = frozenset({PENDING, ACCEPTED, UNKNOWN, LOST})
-
-
-@attrs.frozen(slots=True)
-class CancelAnswer:
-    """The venue's answer to the cancel of one order: code 200 means cancelled."""
-
-    code: int
-    msg: str = ""
-    filled: Decimal | None = None
-    """The order's filled quantity, when the answer tells it."""
-    order_id: int | None = None
-    """The order's id, when the answer names it (a cancel by clientOrderId)."""
-
-
-@attrs.define(slots=True, eq=False)
-class CancelBatch:
-    """One cancel call: ids of ACCEPTED orders, or one UNKNOWN order by clientOrderId."""
-
-    id: int
-    entries: list[LiveOrder]
-    by_client_id: bool = False
-    attempt: int = 0
-
-    @property
-    def order_ids(self) -> list[int]:
-        """The orderIds to cancel (a by-client-id batch has none)."""
-        return [e.order_id for e in self.entries if e.order_id is not None]
-
-    @property
-    def client_order_ids(self) -> list[str]:
-        """The clientOrderIds of the batch, in order."""
-        return [e.client_order_id for e in self.entries]
 
 
 class Canceller:
@@ -380,7 +338,7 @@ class Canceller:
         canceled: list[tuple[LiveOrder, Decimal | None]] = []
         for entry in batch.entries:
             self._inflight.discard(entry.client_order_id)
-            key = _key(batch, entry)
+            key = answer_key(batch, entry)
             answer = answers.get(key)
             if answer is None:
                 self._query(entry, for_cancel=True)
@@ -427,7 +385,7 @@ class Canceller:
             self.on_failure(batch, code=NOT_SENT, msg=FRAMEWORK_CODES[NOT_SENT].format(exc))
         elif isinstance(exc, VenueError) and exc.refuses:
             if batch.by_client_id or len(batch.entries) == 1:
-                self.on_answers(batch, {_key(batch, e): CancelAnswer(exc.code, exc.msg)
+                self.on_answers(batch, {answer_key(batch, e): CancelAnswer(exc.code, exc.msg)
                                         for e in batch.entries})  # fmt: skip
             else:
                 self.on_failure(batch, code=exc.code, msg=exc.msg)
@@ -529,21 +487,15 @@ class Canceller:
         asked_ms: int | None = None,
         window_ms: int = 0,
     ) -> dict[str, int]:
-        """A later list of pair's open orders (a periodic check): adopt what it names, query
-        what it lacks.
+        """A later list of pair's open orders (a periodic check), asked for at asked_ms.
 
-        An UNKNOWN or LOST intent the list names by its clientOrderId rests at the venue under
-        the list's orderId: it is ACCEPTED with that id (an open order again; see
-        :meth:`Outcomes.found_open`), unless a cancel of it is on its way (its answer
-        decides). A tracked ACCEPTED resting order the list names neither by clientOrderId nor
-        by orderId is queried, and its record decides (cancelled or filled behind the node's
-        back, or still resting: the list was read before it rested). Of the other records,
-        only what one says has filled of a tracked ACCEPTED order is taken, as the least that
-        has (never lowering what is known). A LOST intent the list lacks, though it was asked
-        for (``asked_ms``) a window (``window_ms``) after its doubt began, does not rest: it
-        stays a possible owner of same-looking matches one window more (its fills may be
-        listed late). Returns counts: listed, adopted, missing (this list's); the
-        orders_missing counter counts an order once until a list names it again.
+        UNKNOWN and LOST intents it names by clientOrderId are ACCEPTED (unless a cancel of
+        one is on its way: its answer decides); a tracked ACCEPTED resting order it names
+        neither by clientOrderId nor by orderId is queried (its record decides); of the other
+        records only what one says has filled of an ACCEPTED order is taken, as a floor. A
+        LOST intent the list lacks, asked for a window after its doubt began, does not rest:
+        it stays a possible owner one window more (fills listed late). Returns counts:
+        listed, adopted, missing; orders_missing counts an order once until listed again.
         """
         by_client: set[str] = set()
         by_id: set[int] = set()
@@ -613,9 +565,3 @@ class Canceller:
 
     def _cancelled(self, entries: list[LiveOrder], filled: Decimal | None, why: str) -> None:
         self._outcomes.canceled(entries, filled, why)
-
-
-def _key(batch: CancelBatch, entry: LiveOrder) -> int | str:
-    """How the answers of batch name entry: its orderId, or its clientOrderId (by client id)."""
-    order_id = entry.order_id
-    return entry.client_order_id if batch.by_client_id or order_id is None else order_id

@@ -17,23 +17,16 @@ sending, which are retried with capped exponential backoff and jitter with the s
 clientOrderIds and payloads. Anything else makes the whole call UNKNOWN and is never retried:
 a timeout or reset after sending, an HTTP status >= 500 (with or without an envelope), a code
 the table does not list, an answer that is not the envelope. An UNKNOWN intent is
-resolved by evidence only (:meth:`ExecutionEngine.attribute`): a match whose order an answer
-named, or the only in-doubt intent a match agrees with (pair, side, quantity). Where several
-same-looking intents are in doubt, the matches are counted for the group and the group is
-settled by count: every member AMBIGUOUS, with k of n filled (see
-:class:`~framework.engine.reconcile.Ledger`). An intent with no evidence becomes LOST after
-``unknown_window_s``, logged at ERROR.
-
-A match may be seen before the answer that names its order (the poller runs beside the
-send). One whose entrustId names no known order while a batch is in flight is held, neither
-external nor evidence: ``attribute`` returns None and the engine publishes its MatchFilled
-itself, once, when the answers of the batches in flight when it was seen have been handled. Held matches, and the
-matches counted for a doubt group, are kept in the journal (same commit as the poller's
-delivered mark), so a kill loses none: :meth:`ExecutionEngine.recover` decides them again.
+resolved by evidence only: a match linked by :mod:`framework.engine.fills` (held while a
+batch that may name its order is in flight), an open-order list or record naming it by its
+clientOrderId (:mod:`framework.engine.cancels`), or settled by count with same-looking
+intents (AMBIGUOUS, k of n filled). With no evidence it becomes LOST after
+``unknown_window_s``, logged at ERROR; a later list or record naming it still adopts it.
 
 Transitions publish :class:`~framework.engine.events.OrderUpdate` addressed to the strategy
 that submitted the intent: ACCEPTED, REJECTED or UNKNOWN, then FILLED (every match of the
-order adds up to its quantity, or the evidence that resolved it), AMBIGUOUS or LOST.
+order adds up to its quantity, or the evidence that resolved it), CANCELED, AMBIGUOUS or LOST
+(after which only ACCEPTED, FILLED, CANCELED or AMBIGUOUS, on evidence).
 Submitting is not a transition: submit() returns the client order id; there is no PENDING
 event.
 """
@@ -549,15 +542,7 @@ class ExecutionEngine:
         for entry in ledger.live.values():  # IOC/FOK/market orders answered before the stop
             if entry.status is ACCEPTED:
                 self.cancels.accepted(entry, now)
-        recovery.remember(
-            journal,
-            self._ids.node,
-            ledger=ledger,
-            reference_price=risk.reference_price,
-            now_ms=now,
-            window_ms=int(self.settings.unknown_window_s * 1000),
-            lost_memory_ms=int(self.settings.lost_memory_s * 1000),
-        )
+        recovery.remember(journal, self._ids.node, ledger, risk.reference_price, now, self.settings)
 
     def recover(self) -> int:
         """Restore (if not yet), publish what it found, then decide the kept matches (once).
@@ -595,8 +580,9 @@ class ExecutionEngine:
         return dict(self._c)
 
     def status(self, client_order_id: str) -> OrderStatus | None:
-        """The status of a live intent (PENDING, UNKNOWN, ACCEPTED), else None."""
-        entry = self._ledger.live.get(client_order_id)
+        """The status of a live intent (PENDING, UNKNOWN, ACCEPTED) or a LOST one the engine
+        still remembers, else None."""
+        entry = self._ledger.find(client_order_id)
         return entry.status if entry is not None else None
 
     @property

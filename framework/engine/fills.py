@@ -3,10 +3,12 @@
 A match carries the venue's orderId (``entrustId``), never a clientOrderId. The
 :class:`FillLinker` links a match to an intent only on evidence that names it:
 
-* the orderId an answer bound to the intent (every match of it adds to its fill, beyond what a
-  venue record of it said had filled; FILLED when they add up to its quantity), or one filled
-  lately (a late match still names its intent);
-* the only UNKNOWN intent the match agrees with in pair, side and quantity (FILLED);
+* the orderId an answer, a list or a record bound to the intent (every match of it adds to its
+  fill, beyond what a venue record of it said had filled; FILLED when they add up to its
+  quantity), or one filled or cancelled lately, across restarts too (a late match still names
+  its intent; a CANCELED order's raises what has filled of it);
+* the only intent in doubt (UNKNOWN, or LOST while it may rest) that could own the match:
+  same pair, side and quantity, its price within the limit (FILLED);
 * with several such intents in doubt, no intent: the orderId is counted for their doubt group
   (``candidates`` on the match), which is settled by count (see
   :class:`~framework.engine.reconcile.Ledger`).
@@ -29,11 +31,12 @@ from decimal import Decimal
 
 import msgspec
 
+from framework.engine.early_matches import EarlyMatches
 from framework.engine.events import Event, MatchFilled
 from framework.engine.intents import OrderStatus
 from framework.engine.journaling import JournalProtocol, KeptAs
 from framework.engine.outcomes import Outcomes
-from framework.engine.reconcile import Done, EarlyMatches, LiveOrder
+from framework.engine.reconcile import Done, LiveOrder
 from framework.venue.models import MatchRecord
 
 __all__ = ["FillLinker"]

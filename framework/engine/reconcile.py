@@ -3,20 +3,18 @@
 The :class:`Ledger` is the execution engine's memory of its intents. It binds a venue
 orderId to an intent only through the clientOrderId of an answer, or through evidence that
 names the intent uniquely. A match record carries no clientOrderId, only the orderId
-(entrustId), so a match of an order nobody named speaks for an UNKNOWN intent only by its
-pair, side and quantity. UNKNOWN intents that agree in those three form a
-:class:`DoubtGroup`: while the group has one member and no match has been counted for it, a
-match that agrees resolves that member (FILLED with the match's orderId); with two or more
-members which one filled is unknowable, so the match's orderId is *claimed by the group*,
-counted, and bound to no intent. The group is settled by count (every member AMBIGUOUS, k of
-n filled) once it has as many claims as members, or once its newest member's window is over.
-The ledger also remembers the orderIds of orders filled or claimed lately, so a late match
-still finds its intent or group and is never taken for evidence about another.
+(entrustId), so a match of an order nobody named speaks for an intent in doubt (UNKNOWN, or
+LOST while it may still rest) only by its pair, side and quantity, and a price within its
+limit. Intents in doubt that agree in pair, side and quantity form a :class:`DoubtGroup`:
+while the group has one member and no match has been counted for it, a match that agrees
+resolves that member (FILLED with the match's orderId); with two or more members which one
+filled is unknowable, so the match's orderId is *claimed by the group*, counted, and bound to
+no intent (a list or record naming the order's owner later gives it the claim). The group is
+settled by count (every member AMBIGUOUS, k of n filled) once it has as many claims as
+members, or once its newest member's window is over. The ledger also remembers the orderIds
+of orders filled, cancelled or claimed lately, so a late match still finds its intent or
+group and is never taken for evidence about another.
 
-The :class:`EarlyMatches` hold the matches seen before the answer that may name their
-order: the match poller runs beside the send, so the venue may have executed a batch (and a
-poll found its fills) while its answer is still in flight. Such a match is neither external
-nor evidence until every batch in flight when it was seen has been answered.
 Pure data structures: no I/O, no clock.
 """
 
@@ -40,7 +38,6 @@ __all__ = [
     "Batch",
     "Done",
     "DoubtGroup",
-    "EarlyMatches",
     "GroupKey",
     "Ledger",
     "Link",
@@ -557,65 +554,3 @@ def done_of(entry: LiveOrder) -> Done:
     return Done(
         entry.client_order_id, entry.strategy, entry.order.quantity, entry.matched, entry.reported
     )
-
-
-class EarlyMatches:
-    """Batches in flight (sent, answer not yet handled) and the matches held meanwhile.
-
-    A match is held when its entrustId names no known order while a batch is in flight; it
-    is released, in arrival order, once its order is known (the answer bound the orderId)
-    or once every batch that was in flight when it was seen has been answered: a batch sent
-    later cannot hold its order (a retried batch was not executed before).
-    """
-
-    __slots__ = ("_flight", "_held", "_sends")
-
-    def __init__(self) -> None:
-        self._sends = 0  # sends so far: a batch in flight and a held match note the count
-        self._flight: dict[int, int] = {}  # batch id -> number of its send
-        self._held: list[tuple[int, MatchRecord]] = []  # arrival order
-
-    @property
-    def in_flight(self) -> bool:
-        """True while some batch has been sent and its answer not yet handled."""
-        return bool(self._flight)
-
-    def __len__(self) -> int:
-        return len(self._held)
-
-    def sent(self, batch_id: int) -> None:
-        """The batch's first byte goes out now."""
-        self._sends += 1
-        self._flight[batch_id] = self._sends
-
-    def answered(self, batch_id: int) -> None:
-        """The batch's answer (or failure) is being handled: it is no longer in flight."""
-        self._flight.pop(batch_id, None)
-
-    def hold(self, match: MatchRecord) -> None:
-        """Keep a match until the batches in flight now are answered."""
-        self._held.append((self._sends, match))
-
-    def release(self, known: Callable[[int], bool]) -> list[MatchRecord]:
-        """Remove and return, in arrival order, the held matches that can now be decided.
-
-        Those whose entrustId is ``known`` (an order the engine can name), and those seen
-        when every batch still in flight had not left yet.
-        """
-        held = self._held
-        if not held:
-            return []
-        oldest = min(self._flight.values(), default=None)
-        out: list[MatchRecord] = []
-        keep: list[tuple[int, MatchRecord]] = []
-        for item in held:
-            seen_at, match = item
-            entrust_id = match.entrust_id
-            if (oldest is None or seen_at < oldest) or (
-                entrust_id is not None and known(entrust_id)
-            ):
-                out.append(match)
-            else:
-                keep.append(item)
-        self._held = keep
-        return out

@@ -28,6 +28,7 @@ from decimal import Decimal
 import attrs
 
 from framework.engine.events import OrderUpdate
+from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderStatus
 from framework.engine.journaling import JournalEntry, JournalProtocol, StatusRow
 from framework.engine.outcomes import Outcomes
@@ -144,14 +145,14 @@ def carry_out(
 def remember(
     journal: JournalProtocol,
     owner: str,
-    *,
     ledger: Ledger,
     reference_price: Callable[[OrderInput], Decimal | None],
     now_ms: int,
-    window_ms: int,
-    lost_memory_ms: int,
+    settings: ExecutionSettings,
 ) -> None:
     """Read back the owner's orders that ended but may still be named (see module)."""
+    window_ms = int(settings.unknown_window_s * 1000)
+    lost_memory_ms = int(settings.lost_memory_s * 1000)
     for saved in journal.load_lost(owner, now_ms - lost_memory_ms):
         if ledger.find(saved.client_order_id) is not None:
             continue

@@ -41,116 +41,44 @@ import orjson
 from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry, KeptAs, StatusRow
-from framework.engine.reconcile import DONE_MEMORY
+from framework.live.journal_schema import (
+    CODE_AT,
+    FILLED,
+    FILLED_AT,
+    INSERT,
+    LOAD,
+    LOAD_DONE,
+    LOAD_LOST,
+    MARK,
+    MSG_AT,
+    ORDER_ID_AT,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SEEN,
+    SENT_AT,
+    STATUS_AT,
+    SUM,
+    SUMS_ENDED,
+    UPDATE,
+    UPDATED_AT,
+    entry_of,
+    upgrade_from_1,
+    version_of,
+)
 from framework.venue.codec import decode as decode_record
 from framework.venue.codec import encode as encode_record
-from framework.venue.models import MatchRecord, MatchType, PositionType
+from framework.venue.models import MatchRecord
 
 __all__ = ["Journal"]
 
 log = logging.getLogger("framework.journal")
 
-SCHEMA_VERSION: Final = 2
-"""2 added ``matched_sums`` and the UNLINKED kind of kept match (a version 1 file is brought
-up to it at open). A version 1 process still running on the file is not affected: it never
-reads that table nor another owner's kept matches; one started later refuses the file."""
 COMPACT_AFTER: Final = 256
 """Log rows (commits) after which an idle executor starts folding the log."""
 COMPACT_CHUNK: Final = 32
 """Log rows folded per idle moment, so one fold never stalls the event loop for long."""
 CACHE_SIZE: Final = -256
 """PRAGMA cache_size of the journal connection: 256 KiB (SQLite's default, -2000, is ~2 MB)."""
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
-CREATE TABLE IF NOT EXISTS intents (
-    client_order_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    strategy TEXT NOT NULL,
-    pair TEXT NOT NULL,
-    is_long INTEGER NOT NULL,
-    quantity TEXT NOT NULL,
-    price TEXT,
-    is_market INTEGER NOT NULL,
-    lever INTEGER NOT NULL,
-    match_type INTEGER NOT NULL,
-    position_type INTEGER NOT NULL,
-    user_id INTEGER NOT NULL,
-    tag TEXT,
-    status TEXT NOT NULL,
-    sent INTEGER NOT NULL DEFAULT 0,
-    order_id INTEGER,
-    code INTEGER,
-    msg TEXT,
-    filled TEXT NOT NULL DEFAULT '0',
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS intents_open ON intents (owner, status)
-    WHERE status IN ('PENDING', 'UNKNOWN', 'ACCEPTED');
-CREATE INDEX IF NOT EXISTS intents_lost ON intents (owner, updated_ms) WHERE status = 'LOST';
-CREATE TABLE IF NOT EXISTS log (
-    id INTEGER PRIMARY KEY,
-    adds BLOB,
-    marks BLOB,
-    updates BLOB,
-    filled BLOB
-);
-CREATE TABLE IF NOT EXISTS match_cursors (pair TEXT PRIMARY KEY, match_id INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS match_windows (pair TEXT PRIMARY KEY, floor INTEGER);
-CREATE TABLE IF NOT EXISTS seen_matches (
-    pair TEXT NOT NULL, match_id INTEGER NOT NULL, PRIMARY KEY (pair, match_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS kept_matches (
-    match_id INTEGER PRIMARY KEY,
-    owner TEXT NOT NULL,
-    delivered INTEGER NOT NULL, -- the KeptAs kind (the name is version 1's)
-    record BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS log_ids (coin TEXT PRIMARY KEY, log_id INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS matched_sums (
-    client_order_id TEXT PRIMARY KEY,
-    matched TEXT NOT NULL
-) WITHOUT ROWID;
-"""
-
-_INSERT: Final = (
-    "INSERT OR IGNORE INTO intents (client_order_id, owner, strategy, pair, is_long, quantity,"
-    " price, is_market, lever, match_type, position_type, user_id, tag, status, code, msg,"
-    " created_ms, updated_ms, sent, order_id, filled)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-# Positions in an add row (see Journal.add) of the fields later writes change.
-_STATUS, _CODE, _MSG, _UPDATED, _SENT, _ORDER_ID, _FILLED_AT = 13, 14, 15, 17, 18, 19, 20
-_MARK: Final = "UPDATE intents SET sent = ? WHERE client_order_id = ?"
-_UPDATE: Final = (
-    "UPDATE intents SET status = ?, order_id = coalesce(?, order_id), code = ?, msg = ?,"
-    " updated_ms = ? WHERE client_order_id = ?"
-)
-_FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
-_SUM: Final = "INSERT OR REPLACE INTO matched_sums (client_order_id, matched) VALUES (?, ?)"
-# The sums of intents that ended are no longer needed (folded intents only), but for the
-# CANCELED among the newest DONE_MEMORY intents: a late match of one still counts beyond
-# what a record said had filled of it (across a restart too).
-_SUMS_ENDED: Final = (
-    "DELETE FROM matched_sums WHERE EXISTS (SELECT 1 FROM intents WHERE"
-    " intents.client_order_id = matched_sums.client_order_id"
-    " AND status NOT IN ('PENDING', 'UNKNOWN', 'ACCEPTED') AND (status != 'CANCELED'"
-    f" OR intents.rowid <= (SELECT max(rowid) FROM intents) - {DONE_MEMORY}))"
-)
-_SEEN: Final = "SELECT match_id FROM seen_matches WHERE pair = ?"
-_COLUMNS: Final = (
-    "SELECT client_order_id, strategy, pair, is_long, quantity, price, is_market, lever,"
-    " match_type, position_type, user_id, tag, status, sent, order_id, code, msg, filled,"
-    " created_ms, matched_sums.matched, updated_ms FROM intents LEFT JOIN matched_sums USING"
-    " (client_order_id) WHERE owner = ? AND "
-)
-_LOAD: Final = _COLUMNS + "status IN ('PENDING', 'UNKNOWN', 'ACCEPTED') ORDER BY intents.rowid"
-_LOAD_LOST: Final = _COLUMNS + "status = 'LOST' AND updated_ms >= ? ORDER BY intents.rowid"
-_LOAD_DONE: Final = (
-    _COLUMNS + "status IN ('FILLED', 'CANCELED') AND order_id IS NOT NULL"
-    " ORDER BY intents.rowid DESC LIMIT ?"
-)
 
 
 class Journal:
@@ -192,14 +120,14 @@ class Journal:
         # fills as the file grows, for minutes on a busy daemon. The writes touch the newest
         # pages of each table and index, which 256 KiB holds; the OS caches the rest.
         conn.execute(f"PRAGMA cache_size={CACHE_SIZE}")
-        conn.executescript(_SCHEMA)
+        conn.executescript(SCHEMA)
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
             (SCHEMA_VERSION,),
         )
-        version = _version(conn)
+        version = version_of(conn)
         if version == 1:
-            version = _upgrade_from_1(conn)
+            version = upgrade_from_1(conn)
         if version != SCHEMA_VERSION:
             conn.close()
             raise RuntimeError(
@@ -361,7 +289,7 @@ class Journal:
         try:
             self._log_row()
             if self._matched:
-                conn.executemany(_SUM, self._matched.items())
+                conn.executemany(SUM, self._matched.items())
             for match_id, row in self._kept.items():
                 if row is None:
                     conn.execute("DELETE FROM kept_matches WHERE match_id = ?", (match_id,))
@@ -406,30 +334,34 @@ class Journal:
                 if marks is not None:
                     for flag, coid in orjson.loads(marks):
                         if (row := fresh.get(coid)) is not None:
-                            row[_SENT] = flag
+                            row[SENT_AT] = flag
                         else:
-                            older.append((_MARK, (flag, coid)))
+                            older.append((MARK, (flag, coid)))
                 if updates is not None:
                     for update in orjson.loads(updates):
                         if (row := fresh.get(update[5])) is not None:
-                            row[_STATUS], row[_CODE], row[_MSG] = update[0], update[2], update[3]
-                            row[_UPDATED] = update[4]
+                            row[STATUS_AT], row[CODE_AT], row[MSG_AT] = (
+                                update[0],
+                                update[2],
+                                update[3],
+                            )
+                            row[UPDATED_AT] = update[4]
                             if update[1] is not None:
-                                row[_ORDER_ID] = update[1]
+                                row[ORDER_ID_AT] = update[1]
                         else:
-                            older.append((_UPDATE, update))
+                            older.append((UPDATE, update))
                 if filled is not None:
                     for amount, coid in orjson.loads(filled):
                         if (row := fresh.get(coid)) is not None:
-                            row[_FILLED_AT] = amount
+                            row[FILLED_AT] = amount
                         else:
-                            older.append((_FILLED, (amount, coid)))
-            conn.executemany(_INSERT, fresh.values())
+                            older.append((FILLED, (amount, coid)))
+            conn.executemany(INSERT, fresh.values())
             for sql, params in older:
                 conn.execute(sql, params)
             if rows:
                 conn.execute("DELETE FROM log WHERE id <= ?", (rows[-1][0],))
-                conn.execute(_SUMS_ENDED)
+                conn.execute(SUMS_ENDED)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -456,18 +388,18 @@ class Journal:
     def load_open(self, owner: str) -> list[JournalEntry]:
         """The owner's PENDING, UNKNOWN and ACCEPTED intents in the order they were added."""
         self.compact()
-        return [_entry(row) for row in self._conn.execute(_LOAD, (owner,))]
+        return [entry_of(row) for row in self._conn.execute(LOAD, (owner,))]
 
     def load_lost(self, owner: str, since_ms: int) -> list[JournalEntry]:
         """The owner's LOST intents that became so at since_ms or later, oldest first."""
         self.compact()
-        return [_entry(row) for row in self._conn.execute(_LOAD_LOST, (owner, since_ms))]
+        return [entry_of(row) for row in self._conn.execute(LOAD_LOST, (owner, since_ms))]
 
     def load_done(self, owner: str, limit: int) -> list[JournalEntry]:
         """The owner's newest ``limit`` FILLED and CANCELED intents with an orderId, newest
         first (what a late match may still name)."""
         self.compact()
-        return [_entry(row) for row in self._conn.execute(_LOAD_DONE, (owner, limit))]
+        return [entry_of(row) for row in self._conn.execute(LOAD_DONE, (owner, limit))]
 
     def status_of(self, client_order_id: str) -> tuple[OrderStatus, bool, int | None] | None:
         """(status, sent, order_id) of a committed intent, or None (for tools and tests)."""
@@ -503,7 +435,7 @@ class Journal:
         """(newest id delivered, window floor, ids delivered above the floor) of a pair."""
         conn = self._conn
         row = conn.execute("SELECT floor FROM match_windows WHERE pair = ?", (pair,)).fetchone()
-        seen = {i for (i,) in conn.execute(_SEEN, (pair,))}
+        seen = {i for (i,) in conn.execute(SEEN, (pair,))}
         return self.get_match_cursor(pair), None if row is None else row[0], seen
 
     def mark_match_seen(self, pair: str, match_id: int) -> None:
@@ -548,62 +480,3 @@ class Journal:
             " ON CONFLICT (coin) DO UPDATE SET log_id = excluded.log_id",
             (coin, log_id),
         )
-
-
-def _entry(row: tuple[Any, ...]) -> JournalEntry:
-    """A JournalEntry from a row of _COLUMNS."""
-    (coid, strategy, pair, is_long, quantity, price, is_market, lever, match_type,
-     position_type, user_id, tag, status, sent, order_id, code, msg, filled,
-     created_ms, matched, updated_ms) = row  # fmt: skip
-    intent = OrderIntent(
-        pair=pair,
-        is_long=bool(is_long),
-        quantity=Decimal(quantity),
-        price=None if price is None else Decimal(price),
-        is_market=bool(is_market),
-        lever=lever,
-        match_type=MatchType(match_type),
-        position_type=PositionType(position_type),
-        client_order_id=coid if user_id else None,
-        tag=tag,
-    )
-    return JournalEntry(
-        client_order_id=coid,
-        strategy=strategy,
-        intent=intent,
-        status=OrderStatus(status),
-        sent=bool(sent),
-        created_ms=created_ms,
-        order_id=order_id,
-        code=code,
-        msg=msg,
-        filled=Decimal(filled),
-        matched=None if matched is None else Decimal(matched),
-        updated_ms=updated_ms,
-    )
-
-
-def _version(conn: sqlite3.Connection) -> object:
-    """The schema version the file says it has (None when it says none)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return None if row is None else row[0]
-
-
-def _upgrade_from_1(conn: sqlite3.Connection) -> object:
-    """Bring a version 1 file to version 2 (one transaction; another process may race).
-
-    Its one new table was made by the schema script (IF NOT EXISTS), which leaves a version 1
-    process's view untouched; the version says a file may now hold UNLINKED kept matches.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        version = _version(conn)
-        if version == 1:
-            conn.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
-            version = 2
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    log.info("journal: brought up to schema version %s", version)
-    return version

@@ -1,0 +1,177 @@
+"""The journal's file: its schema, the statements that read and write it, and its upgrades.
+
+What :class:`framework.live.journal.Journal` executes, apart from the class that buffers and
+commits: the tables (``intents``, the ``log`` of commits, the match cursors, the kept
+matches, the matches' sums), the SQL of every write and load, how a row becomes a
+:class:`~framework.engine.journaling.JournalEntry`, and the step from an older version.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from decimal import Decimal
+from typing import Any, Final
+
+from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.journaling import JournalEntry
+from framework.engine.reconcile import DONE_MEMORY
+from framework.venue.models import MatchType, PositionType
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "entry_of", "upgrade_from_1", "version_of"]
+
+log = logging.getLogger("framework.journal")
+
+SCHEMA_VERSION: Final = 2
+"""2 added ``matched_sums`` and the UNLINKED kind of kept match (a version 1 file is brought
+up to it at open). A version 1 process still running on the file is not affected: it never
+reads that table nor another owner's kept matches; one started later refuses the file."""
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE IF NOT EXISTS intents (
+    client_order_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    pair TEXT NOT NULL,
+    is_long INTEGER NOT NULL,
+    quantity TEXT NOT NULL,
+    price TEXT,
+    is_market INTEGER NOT NULL,
+    lever INTEGER NOT NULL,
+    match_type INTEGER NOT NULL,
+    position_type INTEGER NOT NULL,
+    user_id INTEGER NOT NULL,
+    tag TEXT,
+    status TEXT NOT NULL,
+    sent INTEGER NOT NULL DEFAULT 0,
+    order_id INTEGER,
+    code INTEGER,
+    msg TEXT,
+    filled TEXT NOT NULL DEFAULT '0',
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS intents_open ON intents (owner, status)
+    WHERE status IN ('PENDING', 'UNKNOWN', 'ACCEPTED');
+CREATE INDEX IF NOT EXISTS intents_lost ON intents (owner, updated_ms) WHERE status = 'LOST';
+CREATE TABLE IF NOT EXISTS log (
+    id INTEGER PRIMARY KEY,
+    adds BLOB,
+    marks BLOB,
+    updates BLOB,
+    filled BLOB
+);
+CREATE TABLE IF NOT EXISTS match_cursors (pair TEXT PRIMARY KEY, match_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS match_windows (pair TEXT PRIMARY KEY, floor INTEGER);
+CREATE TABLE IF NOT EXISTS seen_matches (
+    pair TEXT NOT NULL, match_id INTEGER NOT NULL, PRIMARY KEY (pair, match_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kept_matches (
+    match_id INTEGER PRIMARY KEY,
+    owner TEXT NOT NULL,
+    delivered INTEGER NOT NULL, -- the KeptAs kind (the name is version 1's)
+    record BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS log_ids (coin TEXT PRIMARY KEY, log_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS matched_sums (
+    client_order_id TEXT PRIMARY KEY,
+    matched TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+INSERT: Final = (
+    "INSERT OR IGNORE INTO intents (client_order_id, owner, strategy, pair, is_long, quantity,"
+    " price, is_market, lever, match_type, position_type, user_id, tag, status, code, msg,"
+    " created_ms, updated_ms, sent, order_id, filled)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# Positions in an add row (see Journal.add) of the fields later writes change.
+STATUS_AT, CODE_AT, MSG_AT, UPDATED_AT, SENT_AT, ORDER_ID_AT, FILLED_AT = 13, 14, 15, 17, 18, 19, 20
+MARK: Final = "UPDATE intents SET sent = ? WHERE client_order_id = ?"
+UPDATE: Final = (
+    "UPDATE intents SET status = ?, order_id = coalesce(?, order_id), code = ?, msg = ?,"
+    " updated_ms = ? WHERE client_order_id = ?"
+)
+FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
+SUM: Final = "INSERT OR REPLACE INTO matched_sums (client_order_id, matched) VALUES (?, ?)"
+# The sums of intents that ended are no longer needed (folded intents only), but for the
+# CANCELED among the newest DONE_MEMORY intents: a late match of one still counts beyond
+# what a record said had filled of it (across a restart too).
+SUMS_ENDED: Final = (
+    "DELETE FROM matched_sums WHERE EXISTS (SELECT 1 FROM intents WHERE"
+    " intents.client_order_id = matched_sums.client_order_id"
+    " AND status NOT IN ('PENDING', 'UNKNOWN', 'ACCEPTED') AND (status != 'CANCELED'"
+    f" OR intents.rowid <= (SELECT max(rowid) FROM intents) - {DONE_MEMORY}))"
+)
+SEEN: Final = "SELECT match_id FROM seen_matches WHERE pair = ?"
+COLUMNS: Final = (
+    "SELECT client_order_id, strategy, pair, is_long, quantity, price, is_market, lever,"
+    " match_type, position_type, user_id, tag, status, sent, order_id, code, msg, filled,"
+    " created_ms, matched_sums.matched, updated_ms FROM intents LEFT JOIN matched_sums USING"
+    " (client_order_id) WHERE owner = ? AND "
+)
+LOAD: Final = COLUMNS + "status IN ('PENDING', 'UNKNOWN', 'ACCEPTED') ORDER BY intents.rowid"
+LOAD_LOST: Final = COLUMNS + "status = 'LOST' AND updated_ms >= ? ORDER BY intents.rowid"
+LOAD_DONE: Final = (
+    COLUMNS + "status IN ('FILLED', 'CANCELED') AND order_id IS NOT NULL"
+    " ORDER BY intents.rowid DESC LIMIT ?"
+)
+
+
+def entry_of(row: tuple[Any, ...]) -> JournalEntry:
+    """A JournalEntry from a row of COLUMNS."""
+    (coid, strategy, pair, is_long, quantity, price, is_market, lever, match_type,
+     position_type, user_id, tag, status, sent, order_id, code, msg, filled,
+     created_ms, matched, updated_ms) = row  # fmt: skip
+    intent = OrderIntent(
+        pair=pair,
+        is_long=bool(is_long),
+        quantity=Decimal(quantity),
+        price=None if price is None else Decimal(price),
+        is_market=bool(is_market),
+        lever=lever,
+        match_type=MatchType(match_type),
+        position_type=PositionType(position_type),
+        client_order_id=coid if user_id else None,
+        tag=tag,
+    )
+    return JournalEntry(
+        client_order_id=coid,
+        strategy=strategy,
+        intent=intent,
+        status=OrderStatus(status),
+        sent=bool(sent),
+        created_ms=created_ms,
+        order_id=order_id,
+        code=code,
+        msg=msg,
+        filled=Decimal(filled),
+        matched=None if matched is None else Decimal(matched),
+        updated_ms=updated_ms,
+    )
+
+
+def version_of(conn: sqlite3.Connection) -> object:
+    """The schema version the file says it has (None when it says none)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return None if row is None else row[0]
+
+
+def upgrade_from_1(conn: sqlite3.Connection) -> object:
+    """Bring a version 1 file to version 2 (one transaction; another process may race).
+
+    Its one new table was made by the schema script (IF NOT EXISTS), which leaves a version 1
+    process's view untouched; the version says a file may now hold UNLINKED kept matches.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = version_of(conn)
+        if version == 1:
+            conn.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
+            version = 2
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    log.info("journal: brought up to schema version %s", version)
+    return version
