@@ -21,7 +21,12 @@ class OrderStatus(enum.StrEnum):
     intents filled is unknowable, since a match carries no clientOrderId.
 
     CANCELED ends an order the venue withdrew at a cancel (an extension beyond SPEC.md): what
-    had filled before stays filled (``OrderUpdate.msg`` says how much).
+    had filled before stays filled (``OrderUpdate.msg`` says how much was known); a fill
+    listed later reaches ``on_match`` with its client order id, and no update follows.
+
+    LOST: no answer and no evidence within the unknown window; the order may rest or have
+    filled. A list or record naming it later makes it ACCEPTED (or FILLED, CANCELED), a
+    match only it could own FILLED, a group of same-looking ones AMBIGUOUS.
     """
 
     PENDING = "PENDING"
