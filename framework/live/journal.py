@@ -67,9 +67,10 @@ from framework.live.journal_schema import (
 )
 from framework.venue.codec import decode as decode_record
 from framework.venue.codec import encode as encode_record
+from framework.venue.errors import FrameworkError
 from framework.venue.models import MatchRecord
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "JournalError"]
 
 log = logging.getLogger("framework.journal")
 
@@ -79,6 +80,47 @@ COMPACT_CHUNK: Final = 32
 """Log rows folded per idle moment, so one fold never stalls the event loop for long."""
 CACHE_SIZE: Final = -256
 """PRAGMA cache_size of the journal connection: 256 KiB (SQLite's default, -2000, is ~2 MB)."""
+
+
+class JournalError(FrameworkError):
+    """The journal cannot be used (damaged, unreadable, another version); one line."""
+
+
+def _damaged(name: str, what: str) -> str:
+    """The one line that says a journal file cannot be trusted, and what to do."""
+    if "readonly" in what or "unable to open" in what:
+        return f"journal {name}: cannot be written ({what}); nothing was traded"
+    return (
+        f"journal {name}: damaged ({what}); nothing was traded. Keep it for inspection, move it"
+        " aside and start with a new journal, or restore a copy"
+    )
+
+
+def _prepare(conn: sqlite3.Connection, name: str, synchronous: str) -> None:
+    """Check the file (SQLite's quick_check), set the connection up, bring the schema up to
+    date; a damaged file raises sqlite3.DatabaseError before anything is written."""
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        raise sqlite3.DatabaseError("; ".join(" ".join(str(p).split()) for p in problems))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.execute("PRAGMA busy_timeout=10000")
+    # The page cache (per connection, not stored in the file): SQLite's default of 2 MB
+    # fills as the file grows, for minutes on a busy daemon. The writes touch the newest
+    # pages of each table and index, which 256 KiB holds; the OS caches the rest.
+    conn.execute(f"PRAGMA cache_size={CACHE_SIZE}")
+    conn.executescript(SCHEMA)
+    conn.execute(
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+    )
+    version = version_of(conn)
+    if version == 1:
+        version = upgrade_from_1(conn)
+    if version != SCHEMA_VERSION:
+        raise JournalError(
+            f"journal {name}: schema version {version!r}, expected {SCHEMA_VERSION} (written by"
+            " another version of perpframe)"
+        )
 
 
 class Journal:
@@ -107,32 +149,23 @@ class Journal:
     ) -> Journal:
         """Open (creating if needed) the journal at path; ":memory:" gives a private one."""
         name = str(path)
-        if name != ":memory:":
-            Path(name).parent.mkdir(parents=True, exist_ok=True)
-        # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT).
-        conn = sqlite3.connect(name, isolation_level=None, timeout=10.0)
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous: expected NORMAL or FULL, got {synchronous!r}")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("PRAGMA busy_timeout=10000")
-        # The page cache (per connection, not stored in the file): SQLite's default of 2 MB
-        # fills as the file grows, for minutes on a busy daemon. The writes touch the newest
-        # pages of each table and index, which 256 KiB holds; the OS caches the rest.
-        conn.execute(f"PRAGMA cache_size={CACHE_SIZE}")
-        conn.executescript(SCHEMA)
-        conn.execute(
-            "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-            (SCHEMA_VERSION,),
-        )
-        version = version_of(conn)
-        if version == 1:
-            version = upgrade_from_1(conn)
-        if version != SCHEMA_VERSION:
+        try:
+            if name != ":memory:":
+                Path(name).parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT).
+            conn = sqlite3.connect(name, isolation_level=None, timeout=10.0)
+        except (OSError, sqlite3.Error) as exc:
+            raise JournalError(f"journal {name}: cannot be opened ({exc})") from None
+        try:
+            _prepare(conn, name, synchronous)
+        except sqlite3.DatabaseError as exc:
             conn.close()
-            raise RuntimeError(
-                f"journal {name}: schema version {version!r}, expected {SCHEMA_VERSION}"
-            )
+            raise JournalError(_damaged(name, str(exc))) from None
+        except BaseException:
+            conn.close()
+            raise
         journal = cls(conn, name)
         journal.compact()
         # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of

@@ -302,7 +302,7 @@ class Node:
         try:
             self.journal = journal = Journal.open(path)
         except (OSError, FrameworkError) as exc:
-            raise FatalError(f"journal.path {path}: cannot open the journal: {exc}") from None
+            raise FatalError(f"journal.path: {exc}") from None
         stack.callback(self._close_journal)
         log.info("journal open", extra={"path": path})
         self.portfolio.seed_log_ids(

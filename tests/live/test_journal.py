@@ -16,7 +16,7 @@ from framework.engine.clock import VirtualClock
 from framework.engine.events import Event, OrderUpdate
 from framework.engine.execution import ExecutionEngine, ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus
-from framework.live.journal import CACHE_SIZE, Journal
+from framework.live.journal import CACHE_SIZE, Journal, JournalError
 from framework.venue.errors import BusyError, ServerFault
 from framework.venue.models import MatchRecord, MatchType, OrderResult, PositionType
 from framework.venue.rules import PairRules
@@ -570,7 +570,7 @@ def test_a_journal_of_a_newer_version_is_refused_in_one_line(tmp_path: Path) -> 
     conn.execute("UPDATE meta SET value = 3 WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
-    with pytest.raises(RuntimeError, match="schema version 3, expected 2"):
+    with pytest.raises(JournalError, match="schema version 3, expected 2"):
         Journal.open(path)
 
 
