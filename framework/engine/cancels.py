@@ -61,7 +61,7 @@ from framework.engine.cancel_calls import (
 )
 from framework.engine.events import CancelRejected, Event
 from framework.engine.intents import OrderStatus
-from framework.engine.open_orders import VenueOrder
+from framework.engine.open_orders import VenueOrder, listed_intent
 from framework.engine.outcomes import Outcomes
 from framework.engine.reconcile import Ledger, LiveOrder
 from framework.engine.risk import FRAMEWORK_CODES, NOT_SENT, is_resting
@@ -457,16 +457,29 @@ class Canceller:
             self._ledger.retire(entry)  # it cannot rest: no state to wait for
         return "open"
 
-    def adopt(self, pair: str, records: Iterable[VenueOrder]) -> dict[str, int]:
+    def adopt(
+        self, pair: str, records: Iterable[VenueOrder], node: str | None = None
+    ) -> dict[str, int]:
         """Reconcile the tracked orders of pair with the venue's open-order list (see module).
 
-        Returns counts: adopted, open, external, missing (tracked resting orders the venue
-        does not list: queued for a query).
+        A listed order the engine does not know whose clientOrderId is in this node's
+        generated space (it starts with ``node``) was placed by an earlier journal of this
+        node (a new, replaced or damaged one): it is tracked as an open order of no strategy
+        (:data:`~framework.engine.open_orders.NO_OWNER`), so its fills are linked and the kill
+        switch and ``cancel_on_stop`` cancel it. Returns counts: adopted, open, external,
+        orphans (those), missing (tracked resting orders the venue does not list: queried).
         """
-        counts = {"adopted": 0, "open": 0, "external": 0, "missing": 0}
+        counts = {"adopted": 0, "open": 0, "external": 0, "orphans": 0, "missing": 0}
         listed: set[str] = set()
         for record in records:
             what = self.apply_record(record)
+            coid = record.client_order_id
+            if what == "external" and node and coid is not None and coid.startswith(node):
+                intent = listed_intent(record)
+                if intent is not None and record.state == "open" and record.entrust_id:
+                    self._outcomes.orphan(node, coid, intent, record.entrust_id,
+                                          record.filled_quantity)  # fmt: skip
+                    what = "orphans"
             if what in counts:
                 counts[what] += 1
             if record.client_order_id is not None:

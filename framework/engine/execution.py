@@ -438,7 +438,7 @@ class ExecutionEngine:
 
     def adopt(self, pair: str, records: list[VenueOrder]) -> dict[str, int]:
         """Reconcile pair's tracked orders with the venue's open-order list (at start)."""
-        counts = self.cancels.adopt(pair, records)
+        counts = self.cancels.adopt(pair, records, self._ids.node)
         self.flush()
         return counts
 
@@ -453,6 +453,11 @@ class ExecutionEngine:
         if counts["missing"] or self.cancels.pending:
             self._ready()
         return counts
+
+    @property
+    def node(self) -> str:
+        """The node name its client order ids start with."""
+        return self._ids.node
 
     def now_ms(self) -> int:
         """The engine's clock (wall clock live, virtual time in a backtest)."""

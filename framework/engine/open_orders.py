@@ -9,15 +9,18 @@ by the venue's order records (:class:`VenueOrder`: its open-order list, queryOrd
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Protocol
+from typing import Final, Protocol
 
 import attrs
 
-from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.intents import MatchType, OrderIntent, OrderStatus, PositionType
 from framework.engine.reconcile import Ledger
 from framework.engine.risk import is_resting
 
-__all__ = ["OpenOrder", "VenueOrder", "open_orders"]
+__all__ = ["NO_OWNER", "OpenOrder", "VenueOrder", "listed_intent", "open_orders"]
+
+NO_OWNER: Final = ""
+"""The strategy name of orders adopted from an earlier journal of this node (owner unknown)."""
 
 
 class VenueOrder(Protocol):
@@ -91,3 +94,30 @@ def open_orders(
             )
         )
     return out
+
+
+def listed_intent(record: VenueOrder) -> OrderIntent | None:
+    """The intent a listed order was placed with, as far as its record says (None: the record
+    lacks its pair, side or quantity, or holds what no intent may)."""
+    pair = getattr(record, "pair_name", None)
+    is_long = getattr(record, "is_long", None)
+    quantity = getattr(record, "quantity", None)
+    if not isinstance(pair, str) or not isinstance(is_long, bool) or quantity is None:
+        return None
+    price = getattr(record, "price", None)
+    is_market = getattr(record, "is_market", None)
+    try:
+        return OrderIntent(
+            pair=pair,
+            is_long=is_long,
+            quantity=quantity,
+            price=price,
+            is_market=is_market if isinstance(is_market, bool) else price is None,
+            lever=getattr(record, "lever", None) or 1,
+            match_type=MatchType(getattr(record, "match_type", None) or MatchType.GTC),
+            position_type=PositionType(
+                getattr(record, "position_type", None) or PositionType.ISOLATED
+            ),
+        )
+    except ValueError:
+        return None

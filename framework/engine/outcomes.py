@@ -15,9 +15,17 @@ from decimal import Decimal
 from typing import Final
 
 from framework.engine.events import Event, OrderUpdate
-from framework.engine.intents import OrderStatus
+from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalProtocol, StatusRow
-from framework.engine.reconcile import Done, DoubtGroup, Ledger, LiveOrder, group_key
+from framework.engine.open_orders import NO_OWNER
+from framework.engine.reconcile import (
+    Done,
+    DoubtGroup,
+    Ledger,
+    LiveOrder,
+    group_key,
+    order_input,
+)
 from framework.engine.risk import RiskGate, is_resting
 
 __all__ = ["COUNTER_NAMES", "Outcomes"]
@@ -303,6 +311,31 @@ class Outcomes:
         group = ledger.groups.get(group_key(entry.order))
         if group is not None and group.claimed and group.complete:
             self.ambiguous(group, "every member left is accounted for")
+
+    def orphan(
+        self, node: str, coid: str, intent: OrderIntent, order_id: int, filled: Decimal | None
+    ) -> None:
+        """Track a resting order an earlier journal of this node placed (see Canceller.adopt):
+        ACCEPTED, of no strategy, journaled from now on, booked in the risk gate."""
+        now = self._now_ms()
+        order = order_input(coid, intent)
+        risk = self.risk
+        entry = LiveOrder(coid, NO_OWNER, intent, order, ACCEPTED, now,
+                          risk.reference_price(order), False)  # fmt: skip
+        self.ledger.add(entry)
+        msg = "found resting at the venue under this node's client ids; no strategy owns it"
+        if self._journal is not None:
+            self._journal.add(coid, node, NO_OWNER, intent, ACCEPTED, now, None, msg)
+            self._journal.update([(ACCEPTED, order_id, None, msg, now, coid)])
+            self.dirty = True
+        self.bind(entry, order_id)
+        if filled is not None:
+            self.raise_filled(entry, filled)
+        if risk.tracks_exposure:
+            entry.booked = True
+            left = order.quantity - entry.filled
+            risk.book(order.pair_name, left if left > 0 else _ZERO, entry.price)
+        self.counts["orders_adopted"] += 1
 
     def bind(self, entry: LiveOrder, order_id: int) -> bool:
         """The venue named entry's order id: its matches found external before count for it.

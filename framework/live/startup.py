@@ -71,6 +71,16 @@ async def adopt_open_orders(
         counts = engine.adopt(pair, list(records))
         if any(counts.values()):
             log.info("open orders of %s", pair, extra=counts)
+        if counts["orphans"]:
+            log.warning(
+                "%s: %d resting orders carry this node's client ids (%s...) but the journal does"
+                " not know them (a new, replaced or damaged journal): tracked as this node's,"
+                " owned by no strategy (the kill switch and cancel_on_stop cancel them; their"
+                " fills are linked)",
+                pair,
+                counts["orphans"],
+                engine.node,
+            )
         if counts["external"]:
             log.warning(
                 "%s: %d resting orders at the venue were not placed by this node (external;"

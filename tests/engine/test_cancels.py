@@ -249,7 +249,7 @@ def test_adoption_confirms_resting_orders_resolves_unknown_ones_and_counts_stran
             Record("placed-by-hand", 999, Decimal(0), "open"),
         ],
     )
-    assert counts == {"adopted": 1, "open": 1, "external": 1, "missing": 1}
+    assert counts == {"adopted": 1, "open": 1, "external": 1, "orphans": 0, "missing": 1}
     assert updates(events)[-1] == (doubtful, OrderStatus.ACCEPTED)
     assert engine.unknown_count == 0
     assert {o.client_order_id for o in engine.open_orders()} == {resting, gone, doubtful}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from collections.abc import Callable
@@ -9,7 +10,20 @@ from pathlib import Path
 
 import pytest
 
+from framework.engine.open_orders import NO_OWNER
 from framework.live.journal import Journal, JournalError
+from framework.live.node import Node
+from tests.live.test_adoption import (
+    book,
+    gtc,
+    hand,
+    node_config,
+    outsider,
+    record,
+    still_twin,
+)
+from tests.node_running import running
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,3 +99,34 @@ def test_the_daemon_refuses_a_journal_damaged_mid_file_before_trading(tmp_path: 
     (last,) = [line for line in out.splitlines() if "damaged" in line][-1:]
     assert str(path) in last and "nothing was traded" in last
     assert "strategies started" not in out and "position" not in out  # refused before trading
+
+
+@pytest.mark.anyio
+async def test_a_new_journal_adopts_the_orders_this_node_left_resting(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Measured: with a 0-byte journal the node's resting orders were only "external" in a
+    # warning, never managed (a kill switch left them on the book).
+    twin = still_twin()
+    async with twin:
+        first = Node(node_config(twin, tmp_path / "a.db"))
+        async with running(first):
+            h = hand(first)
+            cids = [h.limit(price) for price in ("1990", "1989", "1988")]
+            await eventually(lambda: set(book(twin)) == set(cids))
+        async with outsider(twin) as rest:
+            await rest.batch_create([gtc("by-hand", "1900")])
+        (tmp_path / "b.db").write_bytes(b"")  # a new, empty journal
+        caplog.set_level(logging.WARNING, logger="framework.node")
+        second = Node(node_config(twin, tmp_path / "b.db"))
+        async with running(second):
+            assert second.engine is not None
+            adopted = second.engine.open_orders()
+            assert sorted(o.client_order_id for o in adopted) == sorted(cids)
+            assert {o.strategy for o in adopted} == {NO_OWNER}
+            assert hand(second).open_orders() == []  # no strategy owns them
+            assert any("3 resting orders carry this node's client ids" in r.getMessage()
+                       for r in caplog.records)  # fmt: skip
+            second.engine.kill_switch = True
+            await eventually(lambda: set(book(twin)) == {"by-hand"})
+        assert all(record(twin, c).status == "CANCELED" for c in cids)
