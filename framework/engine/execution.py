@@ -89,8 +89,10 @@ class ExecutionEngine:
         journal: JournalProtocol | None = None,
         on_ready: Callable[[], None] | None = None,
         mark_price: Callable[[str], Decimal | None] | None = None,
+        position: Callable[[str], Decimal] | None = None,
         random: Callable[[], float] | None = None,
     ) -> None:
+        """``position``: a pair's signed net position (the portfolio's), for max_position."""
         self.settings = settings
         self._publish = publish
         self._now_ms = now_ms
@@ -98,22 +100,32 @@ class ExecutionEngine:
         self._journal = journal
         self._ready = on_ready if on_ready is not None else lambda: None  # nobody drives it
         self._random = random if random is not None else _random.Random(0x5EED).random
-        self._risk = RiskGate(settings.risk, rules, mark_price=mark_price)
+        self._ledger = ledger = Ledger()
+        self._risk = RiskGate(
+            settings.risk,
+            rules,
+            mark_price=mark_price,
+            position=position,
+            tracked=ledger.live.values,
+            window_ms=int(settings.unknown_window_s * 1000),
+        )
         self._batcher: Batcher[LiveOrder, Batch] = Batcher(
             linger_ms=settings.linger_ms,
             max_inflight=settings.max_inflight,
             calls_per_second=settings.calls_per_second,
             max_size=MAX_BATCH,
         )
-        self._ledger = ledger = Ledger()
         self._outcomes = outcomes = Outcomes(
             ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms
         )
         self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
-        self.attribute: Callable[[MatchRecord], MatchFilled | None] = self._fills.attribute
+        self.attribute: Callable[[MatchRecord], MatchFilled | None] = self._risk.watch_matches(
+            self._fills.attribute, now_ms
+        )
         """attribute(match): the MatchFilled of a match, linked by the evidence rules of
         :mod:`framework.engine.fills` (the caller publishes it); None when it is held until
-        an answer names its order. The linker's own, bound here: a runtime calls it per match."""
+        an answer names its order. The linker's own (shown first to max_position's tally when
+        that is set), bound here: a runtime calls it per match."""
         self.cancels = Canceller(
             ledger=ledger,
             outcomes=outcomes,

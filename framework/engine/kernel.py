@@ -127,6 +127,7 @@ class Kernel:
             journal=journal,
             on_ready=on_ready,
             mark_price=mark_price,
+            position=self.portfolio.net_quantity,
             random=random,
         )
         self._attribute = self._engine.attribute

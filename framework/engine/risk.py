@@ -16,32 +16,60 @@ so a strategy can tell them apart:
 9011  could not be sent: transport failures before sending outlasted the retries
 9012  expired: found unsent in the journal at restart, older than ``pending_max_age_s``
 9013  the node is stopping: submitted after the stop's drain, or still queued at its end
+9014  the pair's position could pass ``max_position`` (see below)
+9015  the intent's lever is above ``max_lever``
+9016  the pair's open orders would exceed ``max_open_orders``
 ====  ===================================================================================
 
 Open quantity and notional of a pair are the framework's own book: intents not yet answered
 (PENDING, UNKNOWN) and accepted limit orders that rest (GTC, POST_ONLY) until matches fill
-them. Positions are not counted here (the portfolio owns them). Pure: time passed in.
+them. Positions are not counted in them.
+
+``max_open_orders`` counts the pair's orders that are not answered yet (PENDING, UNKNOWN) or
+rest (ACCEPTED GTC, POST_ONLY), this intent included, whichever strategy placed them.
+
+``max_position`` bounds what the pair's signed net position (long positive) could become if
+every order that could still fill on the intent's side did. For a buy of quantity q::
+
+    held + unfilled buys + q <= max_position
+
+and for a sell ``held - unfilled sells - q >= -max_position``. ``held`` is the portfolio's
+net position of the pair, or, while the node has read fills the portfolio does not show yet,
+that plus those fills (:mod:`framework.engine.held_position`). The unfilled buys (sells) are
+``quantity - filled`` of every buy (sell) the engine tracks on the pair: not answered yet,
+resting, or accepted and not yet filled (a market or IOC order until its fills add up or it
+is settled), whichever strategy placed it. Orders on the other side are not counted (they may
+never fill), so an order that only reduces the position always passes: with a limit of 0.04
+and a position of -0.1, a buy of 0.1 passes (-0.1 + 0.1 = 0 <= 0.04), a buy of 0.2 does not
+(0.1 > 0.04). LOST orders are counted by none of the limits. Pure: time passed in.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
-from framework.venue.models import OrderInput
+from framework.engine.events import MatchFilled
+from framework.engine.held_position import HeldPosition
+from framework.engine.intents import OrderStatus
+from framework.venue.codec import plain_decimal
+from framework.venue.models import MatchRecord, OrderInput
 from framework.venue.rules import PairRules, check_order, refusal_detail
 
 __all__ = [
     "FRAMEWORK_CODES",
     "KILL_SWITCH",
+    "MAX_LEVER",
     "MAX_NOTIONAL",
+    "MAX_OPEN_ORDERS",
     "MAX_OPEN_QUANTITY",
     "MAX_ORDERS_PER_SECOND",
+    "MAX_POSITION",
     "MISSING_FROM_ANSWER",
     "NOT_SENT",
     "NO_REFERENCE_PRICE",
@@ -50,6 +78,7 @@ __all__ = [
     "UNKNOWN_PAIR",
     "RiskGate",
     "RiskSettings",
+    "Tracked",
     "is_resting",
 ]
 
@@ -63,6 +92,9 @@ MISSING_FROM_ANSWER: Final = 9010
 NOT_SENT: Final = 9011
 PENDING_EXPIRED: Final = 9012
 STOPPING: Final = 9013
+MAX_POSITION: Final = 9014
+MAX_LEVER: Final = 9015
+MAX_OPEN_ORDERS: Final = 9016
 
 FRAMEWORK_CODES: Final[dict[int, str]] = {
     KILL_SWITCH: "Kill switch is on: no new orders",
@@ -75,10 +107,16 @@ FRAMEWORK_CODES: Final[dict[int, str]] = {
     NOT_SENT: "Could not be sent: {0}",
     PENDING_EXPIRED: "Unsent at restart and older than {0} s: not sent",
     STOPPING: "The node is stopping: not sent",
+    MAX_POSITION: "Position of {0} could reach {1}: position {2}, unfilled {3}s {4}, this {3} {5};"
+    " max_position is {6}",
+    MAX_LEVER: "Lever {0} is above max_lever {1}",
+    MAX_OPEN_ORDERS: "Open orders of {0} would exceed max_open_orders {1}",
 }
 """The framework's own refusal codes and their message templates."""
 
 _RESTING: Final = frozenset({1, 4})  # MatchType GTC and POST_ONLY rest on the book
+_ACCEPTED: Final = OrderStatus.ACCEPTED
+_ZERO: Final = Decimal(0)
 
 
 def _positive_or_none(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -106,6 +144,22 @@ class RiskSettings:
     )
     max_orders_per_second: float | None = attrs.field(default=None, validator=_positive_or_none)
     kill_switch: bool = False
+    max_position: Decimal | None = attrs.field(
+        default=None, converter=_to_decimal_or_none, validator=_positive_or_none
+    )
+    """Bound on the pair's net position if every unfilled order on the intent's side filled."""
+    max_lever: int | None = attrs.field(default=None, validator=_positive_or_none)
+    """Highest lever an intent may carry."""
+    max_open_orders: int | None = attrs.field(default=None, validator=_positive_or_none)
+    """Most orders of the pair unanswered or resting at once, the intent included."""
+
+
+class Tracked(Protocol):
+    """What the gate reads of an order the engine tracks (a reconcile.LiveOrder)."""
+
+    order: OrderInput
+    status: OrderStatus
+    filled: Decimal
 
 
 @attrs.define(slots=True)
@@ -124,10 +178,13 @@ class RiskGate:
 
     __slots__ = (
         "_exposure",
+        "_held",
         "_limits",
         "_mark_price",
         "_rate_window",
         "_rules",
+        "_scans",
+        "_tracked",
         "admitted_price",
         "kill_switch",
     )
@@ -138,10 +195,23 @@ class RiskGate:
         rules: Mapping[str, PairRules],
         *,
         mark_price: Callable[[str], Decimal | None] | None = None,
+        position: Callable[[str], Decimal] | None = None,
+        tracked: Callable[[], Iterable[Tracked]] | None = None,
+        window_ms: int = 60_000,
     ) -> None:
+        """``position``: the pair's signed net position (the portfolio's; None: flat).
+        ``tracked``: every order the engine tracks (None: none). ``window_ms``: see
+        :class:`~framework.engine.held_position.HeldPosition`."""
         self._limits = settings
         self._rules = rules
         self._mark_price = mark_price
+        self._tracked: Callable[[], Iterable[Tracked]] = tracked if tracked is not None else tuple
+        self._scans = settings.max_open_orders is not None or settings.max_position is not None
+        self._held = (
+            None
+            if settings.max_position is None
+            else HeldPosition(position if position is not None else _flat, window_ms=window_ms)
+        )
         self.kill_switch = settings.kill_switch
         self._exposure: dict[str, _Exposure] = {}
         self._rate_window: deque[int] = deque()
@@ -169,6 +239,9 @@ class RiskGate:
             code, text = failure
             detail = refusal_detail(rules, order, code, mark_price=mark)
             return (code, text) if detail is None else (code, f"{text}: {detail}")
+        cap_lever = limits.max_lever
+        if cap_lever is not None and order.lever > cap_lever:
+            return MAX_LEVER, FRAMEWORK_CODES[MAX_LEVER].format(order.lever, cap_lever)
         rate = limits.max_orders_per_second
         if rate is not None:
             window = self._rate_window
@@ -176,6 +249,10 @@ class RiskGate:
                 window.popleft()
             if len(window) >= rate:
                 return MAX_ORDERS_PER_SECOND, FRAMEWORK_CODES[MAX_ORDERS_PER_SECOND].format(rate)
+        if self._scans:
+            failure = self._projected(order, now_ms)
+            if failure is not None:
+                return failure
         notional = Decimal(0)
         price = None
         exposure = self._exposure.get(pair)
@@ -200,6 +277,54 @@ class RiskGate:
             exposure.notional += notional
         self.admitted_price = price
         return None
+
+    def _projected(self, order: OrderInput, now_ms: int) -> tuple[int, str] | None:
+        """max_open_orders, then max_position, on the orders the engine tracks plus order."""
+        pair, is_long = order.pair_name, order.is_long
+        count = 0
+        unfilled = _ZERO
+        for e in self._tracked():  # one pass: only when one of these limits is set
+            o = e.order
+            if o.pair_name != pair:
+                continue
+            if e.status is not _ACCEPTED or is_resting(o):
+                count += 1
+            if o.is_long is is_long and o.quantity > e.filled:
+                unfilled += o.quantity - e.filled
+        limits = self._limits
+        cap = limits.max_open_orders
+        if cap is not None and count + 1 > cap:
+            return MAX_OPEN_ORDERS, FRAMEWORK_CODES[MAX_OPEN_ORDERS].format(pair, cap)
+        limit = limits.max_position
+        if limit is None or self._held is None:
+            return None
+        held = self._held.held(pair, is_long, now_ms)
+        q = order.quantity
+        reach = held + unfilled + q if is_long else held - unfilled - q
+        if (reach > limit) if is_long else (reach < -limit):
+            side = "buy" if is_long else "sell"
+            text = FRAMEWORK_CODES[MAX_POSITION].format(
+                pair,
+                plain_decimal(reach),
+                plain_decimal(held),
+                side,
+                plain_decimal(unfilled),
+                plain_decimal(q),
+                plain_decimal(limit),
+            )
+            return MAX_POSITION, text
+        return None
+
+    def watch_matches(
+        self,
+        attribute: Callable[[MatchRecord], MatchFilled | None],
+        now_ms: Callable[[], int],
+    ) -> Callable[[MatchRecord], MatchFilled | None]:
+        """attribute, made to show every match read to max_position first (unchanged when
+        max_position is not set)."""
+        if self._held is None:
+            return attribute
+        return self._held.reading(attribute, now_ms)
 
     @property
     def tracks_exposure(self) -> bool:
@@ -231,3 +356,7 @@ class RiskGate:
         """The pair's open notional as the framework counts it."""
         exposure = self._exposure.get(pair)
         return exposure.notional if exposure is not None else Decimal(0)
+
+
+def _flat(_pair: str) -> Decimal:
+    return _ZERO
