@@ -536,30 +536,13 @@ class ExecutionEngine:
             return
         self._restored = True
         self._outcomes.hold()
-        journal = self._journal
-        assert journal is not None
-        now = self._now_ms()
-        ledger, outcomes, risk = self._ledger, self._outcomes, self._risk
-        todo = recovery.plan(
-            journal.load_open(self._ids.node),
-            now_ms=now,
-            pending_max_age_s=self.settings.pending_max_age_s,
-            live=ledger.live,
-        )
-        self._resend = recovery.carry_out(
-            todo,
-            ledger=ledger,
-            outcomes=outcomes,
-            risk=risk,
-            queue=self._batcher.push,
-            now_ms=now,
-            pending_max_age_s=self.settings.pending_max_age_s,
-            chosen_id=self._user_ids.add,
-        )
-        for entry in ledger.live.values():  # IOC/FOK/market orders answered before the stop
-            if entry.status is ACCEPTED:
-                self.cancels.accepted(entry, now)
-        recovery.remember(journal, self._ids.node, ledger, risk.reference_price, now, self.settings)
+        assert self._journal is not None
+        self._resend = recovery.restore(
+            self._journal, self._ids.node, self.settings, self._now_ms(),
+            ledger=self._ledger, outcomes=self._outcomes, risk=self._risk,
+            queue=self._batcher.push, chosen_id=self._user_ids.add,
+            accepted=self.cancels.accepted,
+        )  # fmt: skip
 
     def recover(self) -> int:
         """Restore (if not yet), publish what it found, then decide the kept matches (once).

@@ -36,7 +36,7 @@ from framework.engine.reconcile import DONE_MEMORY, Ledger, LiveOrder, done_of, 
 from framework.engine.risk import FRAMEWORK_CODES, PENDING_EXPIRED, RiskGate, is_resting
 from framework.venue.models import OrderInput
 
-__all__ = ["RecoveryPlan", "carry_out", "plan", "remember"]
+__all__ = ["RecoveryPlan", "carry_out", "plan", "remember", "restore"]
 
 log = logging.getLogger("framework.execution")
 
@@ -169,3 +169,42 @@ def remember(
             ledger.remember(order_id, done_of(revive(saved, reference_price, False)))
         else:
             ledger.remember(order_id, (saved.client_order_id, saved.strategy, ()))
+
+
+def restore(
+    journal: JournalProtocol,
+    owner: str,
+    settings: ExecutionSettings,
+    now_ms: int,
+    *,
+    ledger: Ledger,
+    outcomes: Outcomes,
+    risk: RiskGate,
+    queue: Callable[[LiveOrder, int], None],
+    chosen_id: Callable[[str], None],
+    accepted: Callable[[LiveOrder, int], None],
+) -> int:
+    """Plan and carry out the journal's open intents, then :func:`remember` what ended; returns
+    how many were queued. ``accepted`` is told of each ACCEPTED one (an IOC, FOK or market
+    order answered before the stop is watched until its fills add up)."""
+    todo = plan(
+        journal.load_open(owner),
+        now_ms=now_ms,
+        pending_max_age_s=settings.pending_max_age_s,
+        live=ledger.live,
+    )
+    queued = carry_out(
+        todo,
+        ledger=ledger,
+        outcomes=outcomes,
+        risk=risk,
+        queue=queue,
+        now_ms=now_ms,
+        pending_max_age_s=settings.pending_max_age_s,
+        chosen_id=chosen_id,
+    )
+    for entry in ledger.live.values():
+        if entry.status is OrderStatus.ACCEPTED:
+            accepted(entry, now_ms)
+    remember(journal, owner, ledger, risk.reference_price, now_ms, settings)
+    return queued
