@@ -3,9 +3,11 @@
 Runs a live Node (FaultTrader, FILE journal) against the twin at BASE/WS. The strategy
 appends every start, submit, OrderUpdate and delivered match to the JSONL file LOG, a flushed
 line each. SETTINGS is a JSON object: ``execution`` and ``polling`` (node config sections),
-``burst`` (intents), ``go`` (the file whose existence lets the strategy submit), ``kill``.
+``burst`` (intents), ``go`` (the file whose existence lets the strategy submit), ``kill``,
+``params`` (more FaultTrader params, e.g. ``quantity``, ``prices``, ``cancel_every``).
 
-``first``: submit one burst once ``go`` exists, and SIGKILL this process at the kill point:
+``first``: submit one burst once ``go`` exists, and SIGKILL this process at the kill point
+(none: the parent kills it):
 ``held`` (the engine holds a match polled before its batch's answer: matches_held > 0),
 ``queued`` (a batch answered, the next one at the venue for 0.1 s, intents still queued) or ``backoff``
 (a 2329 retry was sent and every failed batch waits for its next attempt).
@@ -74,6 +76,7 @@ async def main(argv: list[str]) -> int:
         "every_s": 0.05,
         "go": settings.get("go"),
         "log": log,
+        **settings.get("params", {}),
     }
     config = node_config(
         base_url,
@@ -85,7 +88,7 @@ async def main(argv: list[str]) -> int:
     )
     node = Node(config)
     async with anyio.create_task_group() as tg:
-        if mode == "first":
+        if mode == "first" and settings.get("kill"):
             tg.start_soon(kill_at, node, str(settings["kill"]))
         summary = await node.run()
         tg.cancel_scope.cancel()

@@ -55,9 +55,13 @@ class Scenario:
     """Where life 1 dies (see crash_child), under which fault, with which execution settings."""
 
     kill: str
+    """The kill point (empty: the test kills life 1 itself)."""
     faults: dict[str, Any]
     execution: dict[str, Any]
     burst: int = 60
+    params: dict[str, Any] = attrs.Factory(dict)
+    """More FaultTrader params (both lives)."""
+    polling: dict[str, Any] = attrs.Factory(dict)
 
 
 SCENARIOS = {
@@ -138,6 +142,8 @@ class Crash:
             "burst": self.scenario.burst,
             "go": str(self.tmp / "go"),
             "kill": self.scenario.kill,
+            "params": self.scenario.params,
+            "polling": self.scenario.polling,
         }
         args = [mode, self.twin.base_url, self.twin.ws_url, str(self.tmp / "journal.sqlite")]
         return [*CHILD, *args, str(self.log(life)), orjson.dumps(settings).decode()]
@@ -185,8 +191,9 @@ async def first_life(crash: Crash) -> None:
     )
 
 
-async def second_life(crash: Crash) -> None:
-    """Life 2: the same journal, no faults, no new intents; until quiet, then SIGTERM."""
+async def second_life(crash: Crash, quiet: Callable[[], bool] | None = None) -> None:
+    """Life 2: the same journal, no faults, no new intents; until quiet (by default
+    :meth:`Crash.is_quiet`), then SIGTERM."""
     with crash.err(2).open("wb") as err:
         child = await anyio.open_process(
             crash.command("restart", 2), cwd=ROOT, stdout=err, stderr=err
@@ -194,7 +201,7 @@ async def second_life(crash: Crash) -> None:
         async with child:
             restarted = await settle(has_line(crash.log(2), "start"), 15)
             assert restarted, f"life 2 never started:\n{crash.tail(2)}"
-            crash.quiet = await settle(crash.is_quiet, QUIET_TIMEOUT_S)
+            crash.quiet = await settle(quiet or crash.is_quiet, QUIET_TIMEOUT_S)
             # A SIGTERM before the node's signal watcher runs would end it ungracefully.
             ticked = await settle(has_line(crash.log(2), "tick"), 10)
             assert ticked, f"life 2 never ticked:\n{crash.tail(2)}"

@@ -31,11 +31,11 @@ NOW = Decimal("0.006")  # what the pair's liquidity lets the order fill on arriv
 REST = Decimal("0.004")
 
 
-def shallow_twin() -> VenueTwin:
-    """A twin with still prices whose ETH-USD fills at most 0.006 of an order on arrival."""
+def shallow_twin(liquidity: Decimal = NOW) -> VenueTwin:
+    """A twin with still prices whose ETH-USD fills at most liquidity of an order on arrival."""
     defaults = TwinSettings()
     pairs = dict(defaults.pairs)
-    pairs[ETH] = attrs.evolve(pairs[ETH], liquidity=NOW)
+    pairs[ETH] = attrs.evolve(pairs[ETH], liquidity=liquidity)
     settings = TwinSettings(prices=PriceSettings(tick_interval=0), pairs=pairs)
     return VenueTwin(settings, host="127.0.0.1", port=0)
 
