@@ -33,6 +33,7 @@ from framework.backtest.runner import (
 )
 from framework.cli import add_strategy_dirs, program
 from framework.config import Config
+from framework.output_path import unwritable
 from framework.venue.errors import ConfigError, FrameworkError
 
 __all__ = ["StrategiesFailed", "backtest_main", "record_main", "recording_problem", "run_backtest"]
@@ -80,6 +81,10 @@ def backtest_main(argv: list[str]) -> int:
         print(f"backtest: recording {recording}: {problem}", file=sys.stderr)
         return EXIT_FAILED
     report_dir = Path(args.report or settings.report or Path("reports") / Path(args.config).stem)
+    problem = unwritable(report_dir, directory=True)
+    if problem is not None:  # before the run, not after it
+        print(f"backtest: cannot write the report to {report_dir}: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     from framework.live.logs import configure_logging
 
     configure_logging(
@@ -93,12 +98,19 @@ def backtest_main(argv: list[str]) -> int:
     except (FrameworkError, OSError) as exc:
         print(f"backtest: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_FAILED
-    json_path, html_path = write_report(
-        report_dir,
-        result.results,
-        result.collector,
-        title=f"Backtest of {Path(recording).name} ({Path(args.config).name})",
-    )
+    try:
+        json_path, html_path = write_report(
+            report_dir,
+            result.results,
+            result.collector,
+            title=f"Backtest of {Path(recording).name} ({Path(args.config).name})",
+        )
+    except OSError as exc:  # e.g. the disk filled up meanwhile
+        print(
+            f"backtest: cannot write the report to {report_dir}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     _print_summary(result, json_path, html_path)
     if failed is not None:
         print(f"backtest: {failed}", file=sys.stderr)
@@ -248,6 +260,10 @@ def record_main(argv: list[str]) -> int:
     if args.duration is not None and not args.duration > 0:
         parser.error("--duration: expected a positive number of seconds")
     out = Path(args.out)
+    problem = unwritable(out, directory=False)
+    if problem is not None:
+        print(f"record: cannot write the recording to {out}: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     if out.exists() and out.stat().st_size > 0 and not args.append:
         print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
         return EXIT_FAILED
