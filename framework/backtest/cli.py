@@ -231,9 +231,16 @@ def _print_summary(result: BacktestResult, json_path: Path, html_path: Path) -> 
     )
     for coin, pnl in results["pnl"].items():
         print(
-            f"{coin}: realized {pnl['realized_pnl']}, unrealized {pnl['unrealized_pnl']}, "
-            f"fees {pnl['fees']}, net {pnl['net_pnl']} ({pnl['return_pct']} %), "
+            f"{coin}: net {pnl['net_pnl']} ({pnl['return_pct']} %) = realized "
+            f"{pnl['realized_pnl']} − fees {pnl['fees']} + unrealized {pnl['unrealized_pnl']}, "
             f"max drawdown {pnl['max_drawdown']}"
+        )
+    for coin, trips in results["round_trips"].items():
+        every = trips["all"]
+        print(
+            f"{coin} round trips: {every['closed']} closed ({every['open']} open), "
+            f"win rate {every['win_rate_pct'] or '-'} %, profit factor "
+            f"{every['profit_factor'] or '-'}, average holding {every['average_holding_s'] or '-'} s"
         )
     print(
         f"time: {result.elapsed_s:.2f} s ({result.scan_s:.2f} s scan), "

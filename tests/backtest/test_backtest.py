@@ -226,6 +226,11 @@ def test_the_command_prints_results_and_timing(
     assert run_cli(write_config(tmp_path), own_recording, tmp_path / "r") == 0
     out = capsys.readouterr().out
     assert "report: " in out and "messages/s" in out and "orders: submitted" in out
+    # Net PnL by its labelled parts (framework.pnl), and the round trips.
+    assert re.search(
+        r"^USD: net \S+ \(\S+ %\) = realized \S+ − fees \S+ \+ unrealized \S+, ", out, re.M
+    ), out
+    assert re.search(r"^USD round trips: \d+ closed \(\d+ open\), win rate ", out, re.M), out
 
 
 def test_the_command_refuses_a_missing_recording(
