@@ -36,9 +36,11 @@ import itertools
 import logging
 import math
 import os
+import signal
 import site
 import sysconfig
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -398,22 +400,25 @@ def run_sweep(
                 pending[future] = queued
                 futures.add(future)
 
+        stopping = threading.Event()
         try:
-            submit()
-            for future in futures:
-                queued = pending.pop(future)
-                done += 1
-                submit()  # first: the worker idles until its next trial arrives
-                outcome = _record(study, sweep, out, _result(future), queued)
-                ran += 1
-                if on_trial is not None:
-                    on_trial(study._storage.get_trial(queued.trial._trial_id), outcome)
-                capacity, count = _capacity(client)
-                submit()  # workers may have joined
-                if not ready and done + len(pending) < requested:
-                    ahead = queue.next()
-                    if ahead is not None:
-                        ready.append(ahead)
+            with _ctrl_c_sets(stopping):
+                submit()
+                while (future := _next_done(futures, stopping)) is not None:
+                    queued = pending.pop(future)
+                    done += 1
+                    submit()  # first: the worker idles until its next trial arrives
+                    outcome = _record(study, sweep, out, _result(future), queued)
+                    ran += 1
+                    if on_trial is not None:
+                        on_trial(study._storage.get_trial(queued.trial._trial_id), outcome)
+                    capacity, count = _capacity(client)
+                    submit()  # workers may have joined
+                    if not ready and done + len(pending) < requested:
+                        ahead = queue.next()
+                        if ahead is not None:
+                            ready.append(ahead)
+            interrupted = stopping.is_set()
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -436,6 +441,44 @@ def run_sweep(
         exhausted=queue.exhausted,
         duplicates=queue.duplicates,
     )
+
+
+@contextmanager
+def _ctrl_c_sets(stopping: threading.Event) -> Iterator[None]:
+    """Meanwhile a first Ctrl-C (SIGINT) sets stopping; a second raises KeyboardInterrupt.
+
+    Python's own handler raises KeyboardInterrupt wherever the main thread is, a finalizer
+    or weakref callback included (SQLAlchemy's, which Optuna's storage runs often): there it
+    is printed as "Exception ignored" and lost, and the sweep goes on. A flag the loop
+    checks cannot be lost. Outside the main thread signals are not ours to handle.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(_signum: int, _frame: Any) -> None:
+        if stopping.is_set():
+            raise KeyboardInterrupt
+        stopping.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _next_done(futures: as_completed, stopping: threading.Event) -> Future[TrialOutcome] | None:
+    """The next finished trial's future; None when none is left or stopping is set."""
+    while not futures.has_ready():
+        if stopping.is_set() or futures.is_empty():
+            return None
+        with futures.thread_condition:  # notified by as_completed as each future finishes
+            futures.thread_condition.wait(timeout=0.1)
+    if stopping.is_set():
+        return None
+    future: Future[TrialOutcome] = futures.next()
+    return future
 
 
 def _result(future: Future[TrialOutcome]) -> TrialOutcome | BaseException:
