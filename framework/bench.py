@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from framework.cli import program
+
 BENCH_DIR = Path(__file__).resolve().parent.parent / "tests" / "benchmarks"
 
 DEV_MODULES = ("eth_account", "pytest", "hypothesis")
@@ -34,7 +36,7 @@ def main(argv: list[str]) -> int:
     """Run the named benchmarks (all when none is named) and return the worst exit status."""
     scripts = available()
     parser = argparse.ArgumentParser(
-        prog="python run.py bench",
+        prog=program("bench"),
         description="Run benchmark scripts; each prints its figures beside a baseline.",
     )
     parser.add_argument("names", nargs="*", help=f"any of: {', '.join(scripts) or 'none found'}")

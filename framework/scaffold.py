@@ -13,6 +13,9 @@ import keyword
 import sys
 from pathlib import Path
 
+from framework.cli import program
+from framework.output_path import unwritable
+
 __all__ = ["class_name", "main", "render_config", "render_strategy"]
 
 _STRATEGY = '''\
@@ -149,7 +152,7 @@ def render_config(name: str, pair: str = "ETH-USD") -> str:
 def main(argv: list[str]) -> int:
     """Write NAME.py and NAME.yaml into the working directory (or --dir); 0 when written."""
     parser = argparse.ArgumentParser(
-        prog="perpframe new-strategy",
+        prog=program("new-strategy"),
         description="Write a documented strategy skeleton NAME.py and a config NAME.yaml "
         "that runs it against the embedded venue twin.",
     )
@@ -163,6 +166,10 @@ def main(argv: list[str]) -> int:
     if name in sys.stdlib_module_names or name in ("framework", "strategies", "tests"):
         parser.error(f"NAME {name!r} would shadow a module of that name; choose another")
     directory = Path(args.dir)
+    problem = unwritable(directory, directory=True)
+    if problem is not None:
+        print(f"new-strategy: cannot write to {directory}: {problem}", file=sys.stderr)
+        return 1
     targets = {
         directory / f"{name}.py": render_strategy(name),
         directory / f"{name}.yaml": render_config(name, args.pair),

@@ -94,6 +94,32 @@ def field_names(cls: type) -> list[str]:
     return [n for n in names if n != "extra"]
 
 
+def properties(cls: type) -> list[str]:
+    """The public properties of a class (computed fields, e.g. ``remaining``)."""
+    return [n for n, m in vars(cls).items() if isinstance(m, property) and not n.startswith("_")]
+
+
+def returned_records() -> list[tuple[str, type]]:
+    """(call, class) of each framework record a Strategy or portfolio member returns."""
+    import framework
+
+    members = [
+        (f"self.{name}()", member)
+        for name, member in vars(Strategy).items()
+        if callable(member) and not name.startswith(("_", "on_"))
+    ]
+    members += [(f"self.portfolio.{name}()", getattr(Portfolio, name)) for name in PORTFOLIO]
+    out: list[tuple[str, type]] = []
+    for call, member in members:
+        returned = str(inspect.signature(member, eval_str=False).return_annotation)
+        for name in re.findall(r"\b[A-Z]\w*", returned):
+            cls = getattr(framework, name, None)
+            known = [c for _, c in out]
+            if isinstance(cls, type) and field_names(cls) and cls not in known:
+                out.append((call, cls))
+    return out
+
+
 def render() -> str:
     """The section's markdown, between and including the markers."""
     out = [
@@ -131,6 +157,11 @@ def render() -> str:
         out.append(f"| `{cls.__name__}` (`{hook}`) | {_first_line(cls)} | {fields} |")
     statuses = ", ".join(f"`{s.value}`" for s in OrderStatus)
     out.append(f"| `OrderStatus` | {_first_line(OrderStatus)} | {statuses} |")
+    out += ["", "What a strategy's members return:", ""]
+    out += ["| record | what it is | fields |", "| --- | --- | --- |"]
+    for call, cls in returned_records():
+        fields = ", ".join(f"`{f}`" for f in [*field_names(cls), *properties(cls)])
+        out.append(f"| `{cls.__name__}` (`{call}`) | {_first_line(cls)} | {fields} |")
     out += ["", f"`OrderIntent` ({_first_line(OrderIntent)}):", ""]
     out += ["| field | meaning |", "| --- | --- |"]
     for name in field_names(OrderIntent):

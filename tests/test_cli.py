@@ -49,6 +49,17 @@ def test_both_entry_points_list_the_same_commands() -> None:
     assert unknown.returncode == 2 and "unknown command 'frobnicate'" in unknown.stderr
 
 
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+@pytest.mark.parametrize("prog", ["perpframe", "python run.py"])
+def test_every_usage_line_names_the_command_as_it_was_called(
+    name: str, prog: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([name, "--help"], prog=prog)
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: {prog} {name} ")
+
+
 def test_new_strategy_writes_a_skeleton_and_a_config_that_check_passes(tmp_path: Path) -> None:
     made = perpframe("new-strategy", "my_bot", cwd=tmp_path)
     assert made.returncode == 0, made.stderr

@@ -33,6 +33,7 @@ from framework.backtest.runner import (
 )
 from framework.cli import add_strategy_dirs, program
 from framework.config import Config
+from framework.output_path import unwritable
 from framework.venue.errors import ConfigError, FrameworkError
 
 __all__ = ["StrategiesFailed", "backtest_main", "record_main", "recording_problem", "run_backtest"]
@@ -80,6 +81,10 @@ def backtest_main(argv: list[str]) -> int:
         print(f"backtest: recording {recording}: {problem}", file=sys.stderr)
         return EXIT_FAILED
     report_dir = Path(args.report or settings.report or Path("reports") / Path(args.config).stem)
+    problem = unwritable(report_dir, directory=True)
+    if problem is not None:  # before the run, not after it
+        print(f"backtest: cannot write the report to {report_dir}: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     from framework.live.logs import configure_logging
 
     configure_logging(
@@ -93,12 +98,19 @@ def backtest_main(argv: list[str]) -> int:
     except (FrameworkError, OSError) as exc:
         print(f"backtest: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_FAILED
-    json_path, html_path = write_report(
-        report_dir,
-        result.results,
-        result.collector,
-        title=f"Backtest of {Path(recording).name} ({Path(args.config).name})",
-    )
+    try:
+        json_path, html_path = write_report(
+            report_dir,
+            result.results,
+            result.collector,
+            title=f"Backtest of {Path(recording).name} ({Path(args.config).name})",
+        )
+    except OSError as exc:  # e.g. the disk filled up meanwhile
+        print(
+            f"backtest: cannot write the report to {report_dir}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     _print_summary(result, json_path, html_path)
     if failed is not None:
         print(f"backtest: {failed}", file=sys.stderr)
@@ -219,9 +231,16 @@ def _print_summary(result: BacktestResult, json_path: Path, html_path: Path) -> 
     )
     for coin, pnl in results["pnl"].items():
         print(
-            f"{coin}: realized {pnl['realized_pnl']}, unrealized {pnl['unrealized_pnl']}, "
-            f"fees {pnl['fees']}, net {pnl['net_pnl']} ({pnl['return_pct']} %), "
+            f"{coin}: net {pnl['net_pnl']} ({pnl['return_pct']} %) = realized "
+            f"{pnl['realized_pnl']} − fees {pnl['fees']} + unrealized {pnl['unrealized_pnl']}, "
             f"max drawdown {pnl['max_drawdown']}"
+        )
+    for coin, trips in results["round_trips"].items():
+        every = trips["all"]
+        print(
+            f"{coin} round trips: {every['closed']} closed ({every['open']} open), "
+            f"win rate {every['win_rate_pct'] or '-'} %, profit factor "
+            f"{every['profit_factor'] or '-'}, average holding {every['average_holding_s'] or '-'} s"
         )
     print(
         f"time: {result.elapsed_s:.2f} s ({result.scan_s:.2f} s scan), "
@@ -248,6 +267,10 @@ def record_main(argv: list[str]) -> int:
     if args.duration is not None and not args.duration > 0:
         parser.error("--duration: expected a positive number of seconds")
     out = Path(args.out)
+    problem = unwritable(out, directory=False)
+    if problem is not None:
+        print(f"record: cannot write the recording to {out}: {problem}", file=sys.stderr)
+        return EXIT_FAILED
     if out.exists() and out.stat().st_size > 0 and not args.append:
         print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
         return EXIT_FAILED

@@ -6,6 +6,11 @@ Decimals are written as plain strings, keys are sorted, nothing depends on the w
 on the machine, so the same recording, config and strategies give the same bytes. Timing
 figures are the caller's to print (stdout), never part of report.json.
 
+PnL follows :mod:`framework.pnl` (the live summary's definitions): per settlement coin
+``realized_pnl``, ``fees``, ``unrealized_pnl``, ``gross_pnl`` (realized + unrealized) and
+``net_pnl`` (realized − fees + unrealized). ``round_trips`` holds the statistics of
+:mod:`framework.backtest.round_trips` per coin, for all trips and per strategy.
+
 report.html (:mod:`framework.backtest.report_page`) is one offline page of interactive
 plotly charts and tables built from the same collector.
 """
@@ -24,10 +29,18 @@ import orjson
 from framework.backtest.paper import PAPER_ID_BASE, Fill, PaperVenue
 from framework.backtest.replay import ReplayStats
 from framework.backtest.report_page import render_html
+from framework.backtest.round_trips import (
+    UNATTRIBUTED,
+    RoundTrip,
+    TripFill,
+    round_trips,
+    statistics_by_coin,
+)
 from framework.engine.bus import Bus
 from framework.engine.clock import datetime_of_ms
 from framework.engine.events import MatchFilled, OrderUpdate
 from framework.engine.intents import OrderIntent, OrderStatus
+from framework.pnl import gross_pnl, net_pnl
 from framework.venue.codec import plain_decimal
 
 __all__ = ["REPORT_VERSION", "ReportCollector", "render_html", "write_report"]
@@ -35,6 +48,15 @@ __all__ = ["REPORT_VERSION", "ReportCollector", "render_html", "write_report"]
 REPORT_VERSION: Final = 1
 _ZERO: Final = Decimal(0)
 _PCT: Final = Decimal("0.0001")
+_ENDS: Final = frozenset(
+    {
+        OrderStatus.FILLED,
+        OrderStatus.CANCELED,
+        OrderStatus.REJECTED,
+        OrderStatus.LOST,
+        OrderStatus.AMBIGUOUS,
+    }
+)
 
 
 def _d(value: Decimal) -> str:
@@ -90,7 +112,10 @@ class ReportCollector:
         self.orders: dict[str, dict[str, Any]] = {}
         """For the page only: client order id -> what is known of the order, in first-seen order."""
         self.strategy_of_order: dict[int, str] = {}
-        """For the page only: venue order id (paper ids) -> the strategy that owns it."""
+        """Venue order id (paper ids) -> the strategy that owns it."""
+        self.client_order_of: dict[int, str] = {}
+        """For the page only: venue order id (paper ids) -> its client order id."""
+        self._trips: list[RoundTrip] | None = None
         bus.subscribe(OrderUpdate, self._on_order)
         bus.subscribe(MatchFilled, self._on_match)
         paper.on_fill = self._on_fill
@@ -113,20 +138,34 @@ class ReportCollector:
                 "order_id": None,
                 "code": None,
                 "msg": None,
+                "accepted_ms": None,
+                "end_ms": None,
+                "end_price": None,
             }
         order["status"] = update.status.value
         if update.order_id is not None:
             order["order_id"] = update.order_id
             self.strategy_of_order[update.order_id] = update.strategy
+            self.client_order_of[update.order_id] = update.client_order_id
         if update.code is not None:
             order["code"], order["msg"] = update.code, update.msg
+        if update.status is OrderStatus.ACCEPTED and order["accepted_ms"] is None:
+            order["accepted_ms"] = self._now_ms()
+        elif update.status in _ENDS and order["end_ms"] is None:
+            # Where the page marks it: its limit price, else the mark of the moment.
+            order["end_ms"] = self._now_ms()
+            pair = order["pair"]
+            order["end_price"] = order["price"] or (pair and self.paper.mark(pair))
 
     def _on_match(self, event: MatchFilled) -> None:
         # External matches are counted by the engine (a replay may count one undecoded).
         if not event.external and event.strategy is not None and event.match.id >= PAPER_ID_BASE:
             self.fills_by_strategy[event.strategy] += 1
-            if event.match.entrust_id is not None:
-                self.strategy_of_order.setdefault(event.match.entrust_id, event.strategy)
+            match = event.match
+            if match.entrust_id is not None:
+                self.strategy_of_order.setdefault(match.entrust_id, event.strategy)
+                if match.client_order_id is not None:
+                    self.client_order_of.setdefault(match.entrust_id, match.client_order_id)
 
     @property
     def quiet(self) -> bool:
@@ -160,6 +199,24 @@ class ReportCollector:
 
     # ---- the results
 
+    def round_trips(self) -> list[RoundTrip]:
+        """The paper fills' round trips per strategy and pair (framework.backtest.round_trips)."""
+        if self._trips is None:
+            owner = self.strategy_of_order
+            self._trips = round_trips(
+                TripFill(
+                    owner.get(f.order_id, UNATTRIBUTED),
+                    f.pair,
+                    f.ts,
+                    f.is_long,
+                    f.quantity,
+                    f.price,
+                    f.fee,
+                )
+                for f in self.paper.fills
+            )
+        return self._trips
+
     def results(self, stats: ReplayStats, counters: Mapping[str, int]) -> dict[str, Any]:
         """report.json's data: plain types only, Decimals as strings."""
         paper = self.paper
@@ -176,14 +233,16 @@ class ReportCollector:
             open_pnl = sum((v for p, v in unrealized.items() if paper.coin_of[p] == coin), _ZERO)
             final = equity.get(coin, initial)
             drawdown = self._drawdown.get(coin, _Drawdown())
+            net = net_pnl(realized, fees, open_pnl) or _ZERO
             per_coin[coin] = {
                 "initial_equity": _d(initial),
                 "final_equity": _d(final),
                 "realized_pnl": _d(realized),
                 "unrealized_pnl": _d(open_pnl),
+                "gross_pnl": _d(gross_pnl(realized, open_pnl) or _ZERO),
                 "fees": _d(fees),
-                "net_pnl": _d(final - initial),
-                "return_pct": _pct(final - initial, initial),
+                "net_pnl": _d(net),
+                "return_pct": _pct(net, initial),
                 "max_drawdown": _d(drawdown.amount),
                 "max_drawdown_pct": _d(drawdown.pct_of_peak.quantize(_PCT)),
                 "max_drawdown_at_ms": drawdown.at_ms,
@@ -243,6 +302,7 @@ class ReportCollector:
                 "external_matches": counters.get("matches_external", 0),
             },
             "pnl": per_coin,
+            "round_trips": statistics_by_coin(self.round_trips(), paper.coin_of),
             "pairs": pairs,
             "paper_refusals_by_code": {str(k): v for k, v in sorted(paper.refusals.items())},
         }

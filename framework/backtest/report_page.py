@@ -1,11 +1,14 @@
 """report.html: the backtest report as one offline page of interactive plotly charts.
 
-The page holds plotly.js inline once (no CDN, no network: it opens from a file anywhere) and
-one chart per topic, each with zoom, pan and hover values: equity and drawdown per
-settlement coin, position per pair, and each pair's price track with the paper fills on it
-(hover: side, quantity, price, fee, realized PnL, order). Below them: the summary table, a
-PnL table per strategy, the orders and the fills. report.json stays the deterministic
-contract; this page is for reading.
+The page holds plotly.js inline once (no CDN, no network: it opens from a file anywhere).
+Top to bottom: the settings the run used (fill rule, fees, slippage, latency, where prices
+came from), the results (PnL by its labelled parts, :mod:`framework.pnl`: net = realized −
+fees + unrealized), the charts (:mod:`framework.backtest.report_charts`, all on one time
+range: equity and drawdown, gross PnL against fees, positions, each pair's price with its
+fills, resting orders, cancels and refusals), PnL per strategy, round trips
+(:mod:`framework.backtest.round_trips`: statistics per strategy and each trip), the orders,
+the fills (with client order ids) and report.json itself. report.json stays the
+deterministic contract; this page is for reading.
 """
 
 from __future__ import annotations
@@ -17,7 +20,17 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
-from framework.engine.clock import datetime_of_ms
+from framework.backtest.report_charts import (
+    Span,
+    equity_figure,
+    figure_html,
+    pnl_figure,
+    position_figure,
+    price_figure,
+    when,
+)
+from framework.backtest.round_trips import UNATTRIBUTED, RoundTrip
+from framework.venue.codec import plain_decimal
 
 if TYPE_CHECKING:
     from framework.backtest.paper import PaperVenue
@@ -46,154 +59,25 @@ class ReportCollector(Protocol):
         """The strategy of each venue order id."""
         ...
 
+    @property
+    def client_order_of(self) -> dict[int, str]:
+        """The client order id of each venue order id."""
+        ...
+
+    def round_trips(self) -> list[RoundTrip]:
+        """The round trips of the run's fills."""
+        ...
+
 
 __all__ = ["MAX_TABLE_ROWS", "render_html"]
 
 MAX_TABLE_ROWS: Final = 2000
 """Rows shown per table (the first ones; the page says how many were left out)."""
 
-_MAX_PLOT_POINTS: Final = 5000
 _ZERO: Final = Decimal(0)
-_BUY, _SELL = "#2ca02c", "#d62728"
-_PLOT_CONFIG: Final = {"displaylogo": False, "responsive": True, "scrollZoom": True}
 
 
-def _when(ms: int) -> str:
-    return datetime_of_ms(ms).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _extend(points: Sequence[tuple[int, Decimal]], end: int) -> list[tuple[int, Decimal]]:
-    out = list(points)
-    if out and out[-1][0] < end:
-        out.append((end, out[-1][1]))
-    return out
-
-
-def _thin(points: Sequence[tuple[int, Decimal]]) -> list[tuple[int, Decimal]]:
-    """At most about _MAX_PLOT_POINTS points: each bucket keeps its first, min and max."""
-    if len(points) <= _MAX_PLOT_POINTS:
-        return list(points)
-    size = len(points) // (_MAX_PLOT_POINTS // 3) + 1
-    out: list[tuple[int, Decimal]] = []
-    for i in range(0, len(points), size):
-        bucket = points[i : i + size]
-        chosen = {
-            0,
-            min(range(len(bucket)), key=lambda j: bucket[j][1]),
-            max(range(len(bucket)), key=lambda j: bucket[j][1]),
-        }
-        out.extend(bucket[j] for j in sorted(chosen))
-    out.append(points[-1])
-    return out
-
-
-def _xy(points: Sequence[tuple[int, Decimal]]) -> tuple[list[str], list[float]]:
-    thinned = _thin(points)
-    return [_when(t) for t, _ in thinned], [float(v) for _, v in thinned]
-
-
-def _drawdown(points: Sequence[tuple[int, Decimal]]) -> list[tuple[int, Decimal]]:
-    """The drop below the running peak at each point (zero or negative)."""
-    peak: Decimal | None = None
-    out = []
-    for ts, value in points:
-        peak = value if peak is None or value > peak else peak
-        out.append((ts, value - peak))
-    return out
-
-
-def _figure_html(fig: Any, name: str) -> str:
-    return str(
-        fig.to_html(
-            full_html=False,
-            include_plotlyjs=False,
-            config=_PLOT_CONFIG,
-            div_id=name,
-            default_width="100%",
-        )
-    )
-
-
-def _equity_figure(coin: str, series: Sequence[tuple[int, Decimal]], end: int) -> Any:
-    from plotly.subplots import make_subplots
-
-    points = _extend(series, end)
-    fig = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.04
-    )
-    x, y = _xy(points)
-    fig.add_scatter(x=x, y=y, name=f"equity {coin}", line_shape="hv", row=1, col=1)
-    dx, dy = _xy(_drawdown(points))
-    fig.add_scatter(
-        x=dx,
-        y=dy,
-        name="drawdown",
-        line_shape="hv",
-        fill="tozeroy",
-        line_color=_SELL,
-        row=2,
-        col=1,
-    )
-    fig.update_yaxes(title_text=coin, row=1, col=1)
-    fig.update_yaxes(title_text="drawdown", row=2, col=1)
-    return _styled(fig, f"Equity and drawdown ({coin})", 460)
-
-
-def _position_figure(
-    positions: Mapping[str, Sequence[tuple[int, Decimal]]], start: int, end: int
-) -> Any:
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for pair, changes in sorted(positions.items()):
-        x, y = _xy(_extend([(start, _ZERO), *changes], end))
-        fig.add_scatter(x=x, y=y, name=pair, line_shape="hv")
-    fig.update_yaxes(title_text="net quantity (long +, short -)")
-    return _styled(fig, "Position per pair", 320)
-
-
-def _price_figure(pair: str, track: Sequence[tuple[int, Decimal]], fills: Sequence[Any]) -> Any:
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    if track:
-        x, y = _xy(track)
-        fig.add_scatter(x=x, y=y, name="price", line_color="#555", line_shape="hv")
-    for is_long, color, symbol in ((True, _BUY, "triangle-up"), (False, _SELL, "triangle-down")):
-        side = [f for f in fills if f.is_long is is_long]
-        if not side:
-            continue
-        fig.add_scatter(
-            x=[_when(f.ts) for f in side],
-            y=[float(f.price) for f in side],
-            mode="markers",
-            name="buy" if is_long else "sell",
-            marker={"color": color, "symbol": symbol, "size": 9},
-            customdata=[
-                [str(f.quantity), str(f.fee), str(f.profit_loss), f.order_id] for f in side
-            ],
-            hovertemplate="%{x}<br>price %{y}<br>quantity %{customdata[0]}<br>"
-            "fee %{customdata[1]}<br>realized %{customdata[2]}<br>order %{customdata[3]}",
-        )
-    fig.update_yaxes(title_text="price")
-    return _styled(fig, f"{pair}: price and fills", 360)
-
-
-def _styled(fig: Any, title: str, height: int) -> Any:
-    fig.update_layout(
-        title_text=title,
-        height=height,
-        margin={"l": 70, "r": 20, "t": 50, "b": 40},
-        hovermode="x unified",
-        template="plotly_white",
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
-    )
-    # Plain numbers on value axes (100,000.5, not 100.0005k).
-    fig.update_yaxes(exponentformat="none", separatethousands=True)
-    return fig
-
-
-def _table(headers: Sequence[str], rows: Iterable[Sequence[object]], total: int) -> str:
+def _table(name: str, headers: Sequence[str], rows: Iterable[Sequence[object]], total: int) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = []
     for i, row in enumerate(rows):
@@ -206,17 +90,112 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[object]], total: int)
         if total > MAX_TABLE_ROWS
         else ""
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+    return (
+        f"<table id='{name}'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>{more}"
+    )
+
+
+def _rows(pairs: Iterable[tuple[str, str]]) -> str:
+    return "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in pairs)
+
+
+def _pct(fraction: str) -> str:
+    return plain_decimal((Decimal(fraction) * 100).normalize())
+
+
+def _settings_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """How the paper venue filled and charged (report.json's settings), in words."""
+    settings = results.get("settings")
+    if not settings:
+        return [("Settings", "not recorded with these results")]
+    if settings["fill_price"] == "next":
+        rule = (
+            f"the first price at or after the order, at most {settings['max_wait_ms']} ms "
+            "ahead (fill_price: next)"
+        )
+    else:
+        rule = "the last price at or before the order: no look-ahead (fill_price: last)"
+    sources = settings["prices_csv"] or " then ".join(settings["price_sources"])
+    own = (
+        "replaced by the paper venue's (supersede)"
+        if settings["own_activity"] == "supersede"
+        else "delivered as recorded (deliver)"
+    )
+    rows = [
+        ("Fill price", rule),
+        (
+            "Fees",
+            f"maker {_pct(settings['maker_fee'])} %, taker {_pct(settings['taker_fee'])} % "
+            f"of the notional (maker_fee {settings['maker_fee']}, "
+            f"taker_fee {settings['taker_fee']})",
+        ),
+        (
+            "Slippage",
+            f"{_pct(settings['slippage'])} % of the price, against takers "
+            f"(slippage {settings['slippage']})",
+        ),
+        ("Answer latency", f"{settings['latency_ms']} ms"),
+        ("Prices from", sources),
+        ("The recorded node's own fills, positions and balances", own),
+    ]
+    rows += [
+        (f"Initial equity {coin}", pnl["initial_equity"]) for coin, pnl in results["pnl"].items()
+    ]
+    return rows
 
 
 def _summary_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
-    orders = results["orders"]
-    rows = [
-        (
-            "Orders submitted / accepted / rejected",
-            f"{orders['submitted']} / {orders['accepted']} / {orders['rejected']}",
+    rows: list[tuple[str, str]] = []
+    for coin, pnl in results["pnl"].items():
+        gross, fees = Decimal(pnl["gross_pnl"]), Decimal(pnl["fees"])
+        share = (
+            f" ({plain_decimal((fees / abs(gross)).quantize(Decimal('0.01')))} x |gross|)"
+            if gross
+            else ""
         )
-    ]
+        rows += [
+            (
+                f"{coin} net PnL = realized − fees + unrealized",
+                f"{pnl['net_pnl']} = {pnl['realized_pnl']} − {pnl['fees']} + "
+                f"{pnl['unrealized_pnl']}",
+            ),
+            (f"{coin} realized PnL (closed, before fees)", pnl["realized_pnl"]),
+            (f"{coin} unrealized PnL (open, at the last price)", pnl["unrealized_pnl"]),
+            (f"{coin} gross PnL = realized + unrealized (before fees)", pnl["gross_pnl"]),
+            (f"{coin} fees paid", f"{pnl['fees']}{share}"),
+            (
+                f"{coin} equity: initial -> final",
+                f"{pnl['initial_equity']} -> {pnl['final_equity']} ({pnl['return_pct']} %)",
+            ),
+            (f"{coin} max drawdown", f"{pnl['max_drawdown']} ({pnl['max_drawdown_pct']} %)"),
+        ]
+    for coin, trips in results.get("round_trips", {}).items():
+        every = trips["all"]
+        rows += [
+            (
+                f"{coin} round trips: closed (open at the end)",
+                f"{every['closed']} ({every['open']})",
+            ),
+            (
+                f"{coin} round trips: win rate, average win / loss",
+                f"{_none(every['win_rate_pct'])} % ({every['wins']} won, {every['losses']} "
+                f"lost), {_none(every['average_win'])} / {_none(every['average_loss'])}",
+            ),
+            (f"{coin} round trips: profit factor", _none(every["profit_factor"])),
+            (
+                f"{coin} round trips: holding time, average / longest",
+                f"{_none(every['average_holding_s'])} s / {_none(every['max_holding_s'])} s",
+            ),
+        ]
+    orders = results["orders"]
+    rows.append(
+        (
+            "Orders submitted / accepted / rejected / cancelled",
+            f"{orders['submitted']} / {orders['accepted']} / {orders['rejected']} / "
+            f"{orders['canceled']}",
+        )
+    )
     if orders["rejected_by_code"]:
         codes = ", ".join(f"{k}: {v}" for k, v in orders["rejected_by_code"].items())
         rows.append(("Rejected by code", codes))
@@ -224,19 +203,6 @@ def _summary_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows.append(
         ("Fills (maker / taker)", f"{fills['count']} ({fills['maker']} / {fills['taker']})")
     )
-    for coin, pnl in results["pnl"].items():
-        rows += [
-            (
-                f"{coin} equity: initial -> final",
-                f"{pnl['initial_equity']} -> {pnl['final_equity']} ({pnl['return_pct']} %)",
-            ),
-            (
-                f"{coin} realized / unrealized PnL",
-                f"{pnl['realized_pnl']} / {pnl['unrealized_pnl']}",
-            ),
-            (f"{coin} fees", pnl["fees"]),
-            (f"{coin} max drawdown", f"{pnl['max_drawdown']} ({pnl['max_drawdown_pct']} %)"),
-        ]
     recording = results["recording"]
     rows.append(("Messages replayed", str(recording["lines"])))
     rows.append(
@@ -248,26 +214,40 @@ def _summary_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def _none(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
 def _strategy_rows(results: Mapping[str, Any], collector: ReportCollector) -> list[list[object]]:
-    """Per strategy: orders, fills, volume, notional, realized PnL, fees, realized net of fees."""
+    """Per strategy: orders, fills, volume, notional, realized, unrealized, fees, net.
+
+    A pair's unrealized PnL goes to the strategy that alone filled on it; a pair several
+    strategies filled on (the venue nets their positions) has a row of its own.
+    """
     paper = collector.paper
     owner = collector.strategy_of_order
     totals: dict[str, list[Decimal]] = {}
     counts: dict[str, int] = {}
+    traders: dict[str, set[str]] = {}
     for fill in paper.fills:
-        name = owner.get(fill.order_id, "(unattributed)")
-        t = totals.setdefault(name, [_ZERO, _ZERO, _ZERO, _ZERO])
+        name = owner.get(fill.order_id, UNATTRIBUTED)
+        traders.setdefault(fill.pair, set()).add(name)
+        t = totals.setdefault(name, [_ZERO] * 5)
         t[0] += fill.quantity
         t[1] += fill.quantity * fill.price
         t[2] += fill.profit_loss
         t[3] += fill.fee
         counts[name] = counts.get(name, 0) + 1
+    for pair, found in sorted(traders.items()):
+        unrealized = Decimal(results["pairs"].get(pair, {}).get("unrealized_pnl", "0"))
+        name = next(iter(found)) if len(found) == 1 else f"(several: {pair})"
+        totals.setdefault(name, [_ZERO] * 5)[4] += unrealized
     orders: dict[str, int] = {}
     for order in collector.orders.values():
         orders[order["strategy"]] = orders.get(order["strategy"], 0) + 1
     rows: list[list[object]] = []
     for name in sorted(set(results["strategies"]) | set(totals)):
-        volume, notional, realized, fees = totals.get(name, [_ZERO] * 4)
+        volume, notional, realized, fees, unrealized = totals.get(name, [_ZERO] * 5)
         rows.append(
             [
                 name,
@@ -276,11 +256,108 @@ def _strategy_rows(results: Mapping[str, Any], collector: ReportCollector) -> li
                 volume.normalize(),
                 notional.normalize(),
                 realized.normalize(),
+                unrealized.normalize(),
                 fees.normalize(),
-                (realized - fees).normalize(),
+                (realized - fees + unrealized).normalize(),
             ]
         )
     return rows
+
+
+_STATS_HEADERS: Final = [
+    "coin",
+    "strategy",
+    "closed",
+    "open",
+    "won",
+    "lost",
+    "win rate %",
+    "average win",
+    "average loss",
+    "profit factor",
+    "gross",
+    "fees",
+    "net",
+    "average holding s",
+    "longest s",
+]
+
+
+def _stats_rows(results: Mapping[str, Any]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for coin, trips in results.get("round_trips", {}).items():
+        for name, stats in [*trips["by_strategy"].items(), ("all", trips["all"])]:
+            rows.append(
+                [
+                    coin,
+                    name,
+                    stats["closed"],
+                    stats["open"],
+                    stats["wins"],
+                    stats["losses"],
+                    stats["win_rate_pct"],
+                    stats["average_win"],
+                    stats["average_loss"],
+                    stats["profit_factor"],
+                    stats["gross_pnl"],
+                    stats["fees"],
+                    stats["net_pnl"],
+                    stats["average_holding_s"],
+                    stats["max_holding_s"],
+                ]
+            )
+    return rows
+
+
+def _trip_rows(trips: Sequence[RoundTrip]) -> Iterable[list[object]]:
+    for t in trips:
+        held = t.holding_ms
+        yield [
+            t.strategy,
+            t.pair,
+            "long" if t.is_long else "short",
+            when(t.opened_ms),
+            "open" if t.closed_ms is None else when(t.closed_ms),
+            "" if held is None else plain_decimal(Decimal(held) / 1000),
+            t.max_quantity.normalize(),
+            t.fills,
+            t.gross.normalize(),
+            t.fees.normalize(),
+            t.net.normalize(),
+        ]
+
+
+def _span(results: Mapping[str, Any], collector: ReportCollector) -> Span:
+    """From the first recorded message to the last thing any chart draws."""
+    paper = collector.paper
+    start = results["period"]["start_ms"]
+    ends = [results["period"]["end_ms"], start + 1]
+    ends += [series[-1][0] for series in collector.equity.values() if series]
+    ends += [changes[-1][0] for changes in paper.positions.values() if changes]
+    ends += [f.ts for f in paper.fills[-1:]]
+    ends += [o["end_ms"] or o["ts"] for o in collector.orders.values()]
+    return Span(start, max(ends))
+
+
+def _charts(results: Mapping[str, Any], collector: ReportCollector, span: Span) -> list[str]:
+    paper = collector.paper
+    charts: list[str] = []
+    for i, (coin, series) in enumerate(sorted(collector.equity.items())):
+        charts.append(figure_html(equity_figure(coin, series, span), f"equity-{i}"))
+        fees = [(f.ts, f.fee) for f in paper.fills if paper.coin_of.get(f.pair) == coin]
+        initial = Decimal(results["pnl"][coin]["initial_equity"])
+        charts.append(figure_html(pnl_figure(coin, series, initial, fees, span), f"pnl-{i}"))
+    if paper.positions:
+        charts.append(figure_html(position_figure(paper.positions, span), "positions"))
+    points = paper.track.points
+    for i, pair in enumerate(sorted(paper.positions)):
+        track = [(p.ts, p.price) for p in points if p.pair == pair]
+        fills = [f for f in paper.fills if f.pair == pair]
+        orders = [{**o, "cid": cid} for cid, o in collector.orders.items() if o["pair"] == pair]
+        if track or fills or orders:
+            figure = price_figure(pair, track, fills, orders, span)
+            charts.append(figure_html(figure, f"price-{i}"))
+    return charts
 
 
 def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title: str) -> str:
@@ -288,30 +365,48 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
     from plotly.offline import get_plotlyjs
 
     paper = collector.paper
-    start = results["period"]["start_ms"]
-    end = max(results["period"]["end_ms"], start + 1)
     period = results["period"]
-    charts: list[str] = []
-    for i, (coin, series) in enumerate(sorted(collector.equity.items())):
-        charts.append(_figure_html(_equity_figure(coin, series, end), f"equity-{i}"))
-    if paper.positions:
-        charts.append(_figure_html(_position_figure(paper.positions, start, end), "positions"))
-    points = paper.track.points
-    for i, pair in enumerate(sorted(paper.positions)):
-        track = [(p.ts, p.price) for p in points if p.pair == pair]
-        fills = [f for f in paper.fills if f.pair == pair]
-        if track or fills:
-            charts.append(_figure_html(_price_figure(pair, track, fills), f"price-{i}"))
-    summary = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
-        for k, v in _summary_rows(results)
-    )
+    charts = _charts(results, collector, _span(results, collector))
     strategies = _table(
-        ["strategy", "orders", "fills", "volume", "notional", "realized PnL", "fees", "net"],
+        "strategies",
+        [
+            "strategy",
+            "orders",
+            "fills",
+            "volume",
+            "notional",
+            "realized PnL",
+            "unrealized PnL",
+            "fees",
+            "net PnL",
+        ],
         _strategy_rows(results, collector),
         len(results["strategies"]),
     )
+    trips = collector.round_trips()
+    stats_table = _table(
+        "round-trip-statistics", _STATS_HEADERS, _stats_rows(results), MAX_TABLE_ROWS
+    )
+    trips_table = _table(
+        "round-trips",
+        [
+            "strategy",
+            "pair",
+            "side",
+            "opened",
+            "closed",
+            "held s",
+            "largest position",
+            "fills",
+            "gross",
+            "fees",
+            "net",
+        ],
+        _trip_rows(trips),
+        len(trips),
+    )
     orders_table = _table(
+        "orders",
         [
             "first seen",
             "strategy",
@@ -328,7 +423,7 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
         ],
         (
             [
-                _when(o["ts"]),
+                when(o["ts"]),
                 o["strategy"],
                 cid,
                 o["pair"],
@@ -345,11 +440,13 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
         ),
         len(collector.orders),
     )
-    owner = collector.strategy_of_order
+    owner, cids = collector.strategy_of_order, collector.client_order_of
     fills_table = _table(
+        "fills",
         [
             "time",
             "strategy",
+            "client order id",
             "pair",
             "side",
             "quantity",
@@ -362,8 +459,9 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
         ],
         (
             [
-                _when(f.ts),
+                when(f.ts),
                 owner.get(f.order_id, ""),
+                cids.get(f.order_id, ""),
                 f.pair,
                 "buy" if f.is_long else "sell",
                 f.quantity,
@@ -388,10 +486,16 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
             f"<p class='sub'>{html.escape(period['start'])} to {html.escape(period['end'])} "
             f"({period['duration_s']} s of recording), strategies: "
             f"{html.escape(', '.join(results['strategies']))}</p>",
-            f"<table><tr><th>Result</th><th>Value</th></tr>{summary}</table>",
+            "<table id='settings'><tr><th>Setting</th><th>Value</th></tr>",
+            _rows(_settings_rows(results)),
+            "</table>",
+            "<table id='summary'><tr><th>Result</th><th>Value</th></tr>",
+            _rows(_summary_rows(results)),
+            "</table>",
             *(f"<div class='chart'>{c}</div>" for c in charts),
             "" if charts else "<p>No equity, position or price to chart.</p>",
-            f"<h2>PnL per strategy</h2>{strategies}",
+            f"<h2>PnL per strategy</h2>{_PNL_NOTE}{strategies}",
+            f"<h2>Round trips</h2>{_TRIPS_NOTE}{stats_table}{trips_table}",
             f"<h2>Orders</h2>{orders_table}",
             f"<h2>Fills</h2>{fills_table}",
             "<h2>All results (report.json)</h2><pre>",
@@ -401,11 +505,24 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
     )
 
 
+_PNL_NOTE: Final = (
+    "<p class='sub'>net PnL = realized − fees + unrealized (the live summary's definition). "
+    "A pair's unrealized PnL is its strategy's when one strategy alone filled on it; "
+    "several strategies on one pair share one netted position: its own row.</p>"
+)
+_TRIPS_NOTE: Final = (
+    "<p class='sub'>A round trip is one strategy's position on one pair from flat back to "
+    "flat (a fill through zero closes one and opens the next). gross = sells − buys "
+    "(quantity × price), net = gross − fees; it is won when net &gt; 0. Profit factor: "
+    "the won trips' net over the lost trips' loss. Trips open at the end are only counted.</p>"
+)
+
 _CSS: Final = (
     "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#222}"
     "h1{margin-bottom:0}.sub{color:#666}table{border-collapse:collapse;margin:1em 0;"
     "font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
     "th{background:#f4f4f4;position:sticky;top:0}td:first-child{text-align:left}"
+    "#settings td,#summary td{text-align:left}"
     "pre{background:#f8f8f8;padding:1em;overflow:auto;font-size:12px}"
     ".chart{border:1px solid #ddd;margin:1em 0}"
 )

@@ -8,16 +8,18 @@ Optuna does. A hand-written process pool or optimiser would be worse at both.
 
 :func:`run_sweep` keeps as many trials in flight as the cluster has threads (no more: a
 worker that dies takes only what it was running with it). Optuna's ask/tell interface picks
-each one's parameters, one trial ahead, and a Dask future runs it
+each one's parameters, one trial ahead, through :class:`.sweep_queue.TrialQueue` (contiguous
+trial numbers, never parameters that already ran), and a Dask future runs it
 (:func:`.sweep_trial.run_trial`). As the scheduler reports one finished, the next is
 submitted at once (a worker idles only for that round trip); then the finished trial's
 result is fetched, its score told to the study (an RDB storage: ``sweep.db``, SQLite, in
 the output directory) and its report.json written to ``trials/NNNNN/``. trials.csv, best.yaml and
 sweep.html are written from the study when the sweep ends (:mod:`.sweep_report`). A trial
 that raises, or whose worker died, is told FAIL with its message and the sweep goes on.
-Ctrl-C cancels what is in flight, marks it interrupted and queues its parameters again:
-``resume`` runs those first, then goes on to the requested count; finished trials are never
-run again (trials a killed client left RUNNING are treated the same way at resume).
+Ctrl-C cancels what is in flight and leaves it RUNNING in sweep.db: ``resume`` runs those
+first, under their numbers, then goes on to the requested count; finished trials are never
+run again (trials a killed client left RUNNING are treated the same way). The embedded
+LocalCluster's workers ignore Ctrl-C (:mod:`.sweep_local_worker`): the client alone stops.
 
 Strategy modules reach the workers through Dask's upload of files (a module as its ``.py``,
 a package as a ``.zip``); the recording as :class:`~framework.backtest.sweep_trial.ShipFiles`
@@ -34,9 +36,11 @@ import itertools
 import logging
 import math
 import os
+import signal
 import site
 import sysconfig
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -56,7 +60,8 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState
 
-from framework.backtest.sweep_config import Choice, MissingKey, Range, SweepConfig
+from framework.backtest.sweep_config import Choice, MissingKey, SweepConfig
+from framework.backtest.sweep_queue import Queued, TrialQueue, counted, trial_params
 from framework.backtest.sweep_trial import (
     ShipFiles,
     ShippedFile,
@@ -66,6 +71,7 @@ from framework.backtest.sweep_trial import (
     shipped,
     warm_up,
 )
+from framework.output_path import unwritable
 from framework.venue.errors import FrameworkError
 
 __all__ = [
@@ -110,6 +116,10 @@ class SweepResult:
     workers: int
     written: list[Path]
     """trials.csv, best.yaml (once a trial completed) and sweep.html."""
+    exhausted: str | None = None
+    """Why fewer trials than requested ran: no new parameters were left to try."""
+    duplicates: int = 0
+    """Proposals of parameters already taken, told PRUNED instead of run (see sweep_queue)."""
 
 
 def trial_dir(out: Path, number: int) -> Path:
@@ -129,15 +139,6 @@ def distributions(sweep: SweepConfig) -> dict[str, BaseDistribution]:
             )
         else:
             out[key] = FloatDistribution(space.low, space.high, step=space.step, log=space.log)
-    return out
-
-
-def trial_params(sweep: SweepConfig, suggested: dict[str, Any]) -> dict[str, Any]:
-    """Optuna's numbers as the strategy gets them (ints, floats rounded to the step)."""
-    out: dict[str, Any] = {}
-    for key, value in suggested.items():
-        space = sweep.spaces[key]
-        out[key] = space.value(value) if isinstance(space, Range) else value
     return out
 
 
@@ -163,15 +164,11 @@ def _signature(sweep: SweepConfig) -> dict[str, Any]:
     }
 
 
-def counted(trial: optuna.trial.FrozenTrial) -> bool:
-    """A trial that counts towards the requested number: finished, not interrupted."""
-    if trial.state == TrialState.COMPLETE:
-        return True
-    return trial.state == TrialState.FAIL and not trial.user_attrs.get("interrupted")
-
-
 def _check_out(out: Path, *, resume: bool) -> Path:
-    """out/sweep.db, or SweepError: there is one and no resume, or none to resume."""
+    """out/sweep.db, or SweepError: out unwritable, a sweep.db and no resume, or none to resume."""
+    problem = unwritable(out, directory=True)
+    if problem is not None:
+        raise SweepError(f"cannot write to {out}: {problem}")
     db = out / "sweep.db"
     if db.exists() and not resume:
         raise SweepError(f"{db} exists: pass --resume to continue that sweep, or another --out")
@@ -196,7 +193,6 @@ def open_study(sweep: SweepConfig, out: Path, *, resume: bool) -> optuna.Study:
                 f"{db}: the sweep file's params, objective or sampler changed since this sweep "
                 "began; start a new one with another --out"
             )
-        _requeue_stale(study)
         study.sampler = _sampler(sweep, len(study.get_trials(deepcopy=False)))
         return study
     study = optuna.create_study(
@@ -229,25 +225,6 @@ def _storage(db: Path) -> optuna.storages.RDBStorage:
     event.listen(storage.engine, "connect", pragmas)
     storage.engine.dispose()  # the connection made while creating tables goes
     return storage
-
-
-def _requeue_stale(study: optuna.Study) -> None:
-    """Trials a killed client left RUNNING: failed as interrupted, their params queued again."""
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        _interrupt(study, trial.number, trial._trial_id, trial.params, "interrupted: client died")
-
-
-def _interrupt(
-    study: optuna.Study, number: int, trial_id: int, params: dict[str, Any], why: str
-) -> None:
-    """Fail a trial that did not run to its end as interrupted and queue its params again."""
-    # Optuna's public API sets user attributes only through a live Trial; a trial left
-    # RUNNING by another process is reached through the storage, by its trial id.
-    storage = study._storage
-    storage.set_trial_user_attr(trial_id, "interrupted", True)
-    storage.set_trial_user_attr(trial_id, "error", why)
-    study.tell(number, state=TrialState.FAIL)
-    study.enqueue_trial(params, skip_if_exists=False)
 
 
 def _installed(origin: Path) -> bool:
@@ -329,8 +306,10 @@ def _client(scheduler: str | None, workers: int | None) -> Iterator[Client]:
     # thread): Dask counts a death against every trial the worker held. The worker's
     # statistical profiler (a stack sample every 10 ms) and its 20 ms ticks take the GIL
     # from the trial: measured 15-20 % slower backtests with them on.
+    # Its workers ignore Ctrl-C, which the terminal sends them too: the client stops the sweep.
+    ignore_ctrl_c = {"distributed.worker.preload": ["framework.backtest.sweep_local_worker"]}
     with (
-        dask.config.set(LOCAL_CLUSTER_CONFIG),
+        dask.config.set({**LOCAL_CLUSTER_CONFIG, **ignore_ctrl_c}),
         LocalCluster(
             n_workers=count,
             threads_per_worker=1,
@@ -378,9 +357,8 @@ def run_sweep(
     dists = distributions(sweep)
     ran = 0
     interrupted = False
-    Asked = tuple[optuna.trial.Trial, dict[str, Any]]
-    pending: dict[Future[TrialOutcome], Asked] = {}
-    ready: list[Asked] = []  # asked ahead: a worker that finishes is given work at once
+    pending: dict[Future[TrialOutcome], Queued] = {}
+    ready: list[Queued] = []  # asked ahead: a worker that finishes is given work at once
     with (
         tempfile.TemporaryDirectory(prefix="perpframe-sweep-") as scratch,
         _client(scheduler, workers) as client,
@@ -392,6 +370,7 @@ def run_sweep(
         # A sweep.db is made only once trials can run (a cluster that cannot start leaves
         # nothing that would need --resume).
         study = open_study(sweep, out, resume=resume)
+        queue = TrialQueue(study, sweep, dists)
         done = sum(counted(t) for t in study.get_trials(deepcopy=False))
         plugins = _ship_modules(client, sweep, Path(scratch))
         recording, prices_csv, shipping = _files(client, sweep, sweep.recording)
@@ -402,48 +381,51 @@ def run_sweep(
             on_start(done, requested)
         futures = as_completed()
 
-        def ask() -> Asked:
-            trial = study.ask(dists)
-            return trial, trial_params(sweep, trial.params)
-
         def submit() -> None:
             while done + len(pending) < requested and len(pending) < capacity:
-                trial, params = ready.pop() if ready else ask()
+                queued = ready.pop(0) if ready else queue.next()
+                if queued is None:
+                    return  # nothing left to try (queue.exhausted says why)
+                number = queue.number(queued)
                 task = TrialTask(
-                    number=trial.number,
-                    config=sweep.with_params(params),
+                    number=number,
+                    config=sweep.with_params(queued.params),
                     settings=sweep.settings,
                     recording=recording,
                     prices_csv=prices_csv,
                 )
                 future = client.submit(
-                    run_trial, task, key=f"perpframe-trial-{trial.number}-{os.urandom(4).hex()}"
+                    run_trial, task, key=f"perpframe-trial-{number}-{os.urandom(4).hex()}"
                 )
-                pending[future] = (trial, params)
+                pending[future] = queued
                 futures.add(future)
 
+        stopping = threading.Event()
         try:
-            submit()
-            for future in futures:
-                trial, params = pending.pop(future)
-                done += 1
-                ran += 1
-                submit()  # first: the worker idles until its next trial arrives
-                outcome = _record(study, sweep, out, _result(future), trial, params)
-                if on_trial is not None:
-                    on_trial(study._storage.get_trial(trial._trial_id), outcome)
-                capacity, count = _capacity(client)
-                submit()  # workers may have joined
-                if not ready and done + len(pending) < requested:
-                    ready.append(ask())
+            with _ctrl_c_sets(stopping):
+                submit()
+                while (future := _next_done(futures, stopping)) is not None:
+                    queued = pending.pop(future)
+                    done += 1
+                    submit()  # first: the worker idles until its next trial arrives
+                    outcome = _record(study, sweep, out, _result(future), queued)
+                    ran += 1
+                    if on_trial is not None:
+                        on_trial(study._storage.get_trial(queued.trial._trial_id), outcome)
+                    capacity, count = _capacity(client)
+                    submit()  # workers may have joined
+                    if not ready and done + len(pending) < requested:
+                        ahead = queue.next()
+                        if ahead is not None:
+                            ready.append(ahead)
+            interrupted = stopping.is_set()
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            for future, (trial, _) in pending.items():
+            # What was in flight or asked ahead stays RUNNING in sweep.db: a resume runs it
+            # first, under the same number (see sweep_queue).
+            for future in pending:
                 future.cancel()
-                _interrupt(study, trial.number, trial._trial_id, trial.params, "interrupted")
-            for trial, _ in ready:
-                _interrupt(study, trial.number, trial._trial_id, trial.params, "interrupted")
             pending.clear()
             _unregister(client, plugins)
     from framework.backtest.sweep_report import write_outputs
@@ -456,7 +438,47 @@ def run_sweep(
         interrupted=interrupted,
         workers=count,
         written=written,
+        exhausted=queue.exhausted,
+        duplicates=queue.duplicates,
     )
+
+
+@contextmanager
+def _ctrl_c_sets(stopping: threading.Event) -> Iterator[None]:
+    """Meanwhile a first Ctrl-C (SIGINT) sets stopping; a second raises KeyboardInterrupt.
+
+    Python's own handler raises KeyboardInterrupt wherever the main thread is, a finalizer
+    or weakref callback included (SQLAlchemy's, which Optuna's storage runs often): there it
+    is printed as "Exception ignored" and lost, and the sweep goes on. A flag the loop
+    checks cannot be lost. Outside the main thread signals are not ours to handle.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigint(_signum: int, _frame: Any) -> None:
+        if stopping.is_set():
+            raise KeyboardInterrupt
+        stopping.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _next_done(futures: as_completed, stopping: threading.Event) -> Future[TrialOutcome] | None:
+    """The next finished trial's future; None when none is left or stopping is set."""
+    while not futures.has_ready():
+        if stopping.is_set() or futures.is_empty():
+            return None
+        with futures.thread_condition:  # notified by as_completed as each future finishes
+            futures.thread_condition.wait(timeout=0.1)
+    if stopping.is_set():
+        return None
+    future: Future[TrialOutcome] = futures.next()
+    return future
 
 
 def _result(future: Future[TrialOutcome]) -> TrialOutcome | BaseException:
@@ -478,10 +500,10 @@ def _record(
     sweep: SweepConfig,
     out: Path,
     result: TrialOutcome | BaseException,
-    trial: optuna.trial.Trial,
-    params: dict[str, Any],
+    queued: Queued,
 ) -> TrialOutcome | None:
     """Tell the study how a trial ended; write its report.json when it ran."""
+    trial, params = queued.trial, queued.params
     outcome: TrialOutcome | None = None
     error: str | None = None
     if isinstance(result, TrialOutcome):
@@ -496,7 +518,7 @@ def _record(
         trial.set_user_attr("trial_s", round(outcome.trial_s, 6))
     value: float | None = None
     if outcome is not None and outcome.report is not None:
-        target = trial_dir(out, trial.number)
+        target = trial_dir(out, queued.number if queued.number is not None else trial.number)
         target.mkdir(parents=True, exist_ok=True)
         (target / "report.json").write_bytes(outcome.report)
         import orjson

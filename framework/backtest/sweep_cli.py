@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from framework.cli import add_strategy_dirs
+from framework.cli import add_strategy_dirs, program
 from framework.venue.errors import ConfigError, FrameworkError
 
 __all__ = ["INSTALL_HINT", "sweep_main"]
@@ -41,7 +41,7 @@ def _extra_missing() -> bool:
 def sweep_main(argv: list[str]) -> int:
     """``run.py sweep -c SWEEP.yaml ...``; 0 when the requested trials ran."""
     parser = argparse.ArgumentParser(
-        prog="run.py sweep",
+        prog=program("sweep"),
         description="Run many backtests over a parameter space on a Dask cluster (Optuna).",
     )
     parser.add_argument("-c", "--config", required=True, metavar="SWEEP.yaml", help="sweep file")
@@ -61,8 +61,9 @@ def sweep_main(argv: list[str]) -> int:
     if _extra_missing():
         print(INSTALL_HINT, file=sys.stderr)
         return 1
-    from framework.backtest.sweep import counted, run_sweep
+    from framework.backtest.sweep import run_sweep
     from framework.backtest.sweep_config import load_sweep_config
+    from framework.backtest.sweep_queue import counted, trial_number
     from framework.backtest.sweep_report import best_table
 
     add_strategy_dirs(args.config)  # the rule of every command that reads a config
@@ -88,28 +89,46 @@ def sweep_main(argv: list[str]) -> int:
     except (FrameworkError, OSError) as exc:
         print(f"sweep: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("sweep: interrupted while starting", file=sys.stderr)
+    except KeyboardInterrupt:  # before the trials began, or a second Ctrl-C while stopping
+        print(
+            f"sweep: interrupted (finished trials are kept: --resume --out {out})",
+            file=sys.stderr,
+        )
         return 130
     finally:
         progress.stop()
-    from rich.console import Console
-
-    console = Console()
-    console.print(best_table(result.study, sweep))
-    ran = [t for t in result.study.get_trials(deepcopy=False) if counted(t)]
+    _print_table(best_table(result.study, sweep))
+    ran = sorted(
+        (t for t in result.study.get_trials(deepcopy=False) if counted(t)), key=trial_number
+    )
     failed = [t for t in ran if t.state.name == "FAIL"]
+    skipped = f", {result.duplicates} repeated proposals skipped" if result.duplicates else ""
     print(
         f"trials: {result.ran} run now on {result.workers} workers, {len(ran)} in all "
-        f"of {result.requested} requested, {len(failed)} failed"
+        f"of {result.requested} requested, {len(failed)} failed{skipped}"
     )
     for trial in failed[-3:]:
-        print(f"  trial {trial.number} failed: {trial.user_attrs.get('error')}")
+        print(f"  trial {trial_number(trial)} failed: {trial.user_attrs.get('error')}")
     print("wrote: " + "  ".join(str(p) for p in result.written))
+    if result.exhausted is not None and len(ran) < result.requested:
+        print(f"sweep: stopped at {len(ran)} trials: {result.exhausted}", file=sys.stderr)
     if result.interrupted:
         print(f"sweep: interrupted; continue with --resume --out {out}", file=sys.stderr)
         return 130
     return 0
+
+
+def _print_table(table: Any) -> None:
+    """Print a rich table to stdout: at the terminal's width, or whole when piped."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console()
+    if not console.is_terminal:  # no width to fit: cut headers help nobody
+        wide = console.options.update(width=10_000)
+        width = Measurement.get(console, wide, table).maximum
+        console = Console(width=max(width, 80))
+    console.print(table)
 
 
 class _Progress:

@@ -67,6 +67,7 @@ from framework.live.stream import RestResync, StreamClient
 from framework.live.summary import SUMMARY_KEYS, run_summary
 from framework.live.trading import TradingState
 from framework.live.wallclock import WallClock
+from framework.output_path import unwritable
 from framework.venue.errors import ConfigError, FrameworkError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 from framework.venue.signing import make_signer
@@ -279,6 +280,10 @@ class Node:
         venue = self.venue = await stack.enter_async_context(open_venue(config))
         signer = make_signer(venue.sign_type, venue.api_secret.reveal())
         if config.recording.path is not None:
+            path = config.recording.path
+            problem = unwritable(path, directory=False)
+            if problem is not None:
+                raise FatalError(f"cannot write the recording to {path}: {problem}")
             self.recorder = Recorder(
                 config.recording.path,
                 now_ms=self.clock.now_ms,

@@ -15,6 +15,7 @@ from framework.engine.events import MatchFilled, OrderUpdate
 from framework.engine.intents import OrderStatus
 from framework.engine.portfolio import Portfolio
 from framework.live.metrics import Amounts
+from framework.pnl import net_pnl
 from framework.venue.models import Position
 
 __all__ = ["TradingState"]
@@ -27,7 +28,8 @@ class TradingState:
     (external ones left out); unrealized PnL is the sum of ``unrealized_pnl`` of the pair's
     last REST position snapshot (at start-up, after every reconnect and every
     ``polling.positions_interval_s``; unknown until a snapshot shows the position), 0 while
-    the pair has no open position; resting orders are
+    the pair has no open position; net is realized − fees + unrealized (None while unrealized
+    is unknown), as in the backtest report (:mod:`framework.pnl`); resting orders are
     the limit orders the venue accepted that the engine still holds as ACCEPTED (not filled).
     """
 
@@ -91,12 +93,16 @@ class TradingState:
         return self._portfolio is None or self._portfolio.net_quantity(pair) != 0
 
     def pnl(self) -> dict[str, Amounts]:
-        """Pair -> realized, unrealized (None when unknown) and fees."""
-        return {
-            pair: {
-                "realized": self.realized.get(pair, Decimal(0)),
-                "unrealized": self.unrealized.get(pair) if self._open(pair) else Decimal(0),
-                "fees": self.fees.get(pair, Decimal(0)),
+        """Pair -> realized, unrealized (None when unknown), fees and net (framework.pnl)."""
+        out: dict[str, Amounts] = {}
+        for pair in self.pairs:
+            realized = self.realized.get(pair, Decimal(0))
+            unrealized = self.unrealized.get(pair) if self._open(pair) else Decimal(0)
+            fees = self.fees.get(pair, Decimal(0))
+            out[pair] = {
+                "realized": realized,
+                "unrealized": unrealized,
+                "fees": fees,
+                "net": net_pnl(realized, fees, unrealized),
             }
-            for pair in self.pairs
-        }
+        return out

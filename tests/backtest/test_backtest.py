@@ -81,6 +81,25 @@ def test_example_strategies_trade_on_the_paper_venue(own_recording: Path) -> Non
     )
 
 
+def test_net_pnl_is_one_defined_sum_and_round_trips_add_up(own_recording: Path) -> None:
+    from decimal import Decimal
+
+    r = run(own_recording).run().results
+    usd = {k: Decimal(v) for k, v in r["pnl"]["USD"].items() if isinstance(v, str)}
+    # framework.pnl: the live summary's definitions.
+    assert usd["net_pnl"] == usd["realized_pnl"] - usd["fees"] + usd["unrealized_pnl"]
+    assert usd["gross_pnl"] == usd["realized_pnl"] + usd["unrealized_pnl"]
+    assert usd["final_equity"] - usd["initial_equity"] == usd["net_pnl"]
+    trips = r["round_trips"]["USD"]
+    assert set(trips["by_strategy"]) == {"ladder", "pulse"}
+    every = trips["all"]
+    assert every["closed"] == sum(s["closed"] for s in trips["by_strategy"].values()) > 0
+    assert every["wins"] + every["losses"] <= every["closed"]
+    # Closed trips' fees are the fills' fees but for those of trips still open.
+    assert Decimal(every["fees"]) <= usd["fees"]
+    assert Decimal(every["net_pnl"]) == Decimal(every["gross_pnl"]) - Decimal(every["fees"])
+
+
 def test_the_same_inputs_give_a_byte_identical_report(own_recording: Path, tmp_path: Path) -> None:
     outputs = []
     for run_dir in ("a", "b"):
@@ -193,9 +212,9 @@ def test_the_report_html_is_self_contained(own_recording: Path, tmp_path: Path) 
     # plotly.js inline, and every chart a plotly div: equity, positions, a price track per pair
     assert "<script src" not in page and "<link" not in page
     assert page.count("Plotly.newPlot(") >= 4
-    for part in ("Equity and drawdown", "Position per pair", "price and fills"):
+    for part in ("Equity and drawdown", "Gross PnL against fees", "Position per pair", "price"):
         assert part in page
-    for table in ("PnL per strategy", "Orders", "Fills"):
+    for table in ("PnL per strategy", "Round trips", "Orders", "Fills"):
         assert f"<h2>{table}</h2>" in page
     results = orjson.loads((tmp_path / "out" / "report.json").read_bytes())
     assert str(results["fills"]["count"]) in page
@@ -207,6 +226,11 @@ def test_the_command_prints_results_and_timing(
     assert run_cli(write_config(tmp_path), own_recording, tmp_path / "r") == 0
     out = capsys.readouterr().out
     assert "report: " in out and "messages/s" in out and "orders: submitted" in out
+    # Net PnL by its labelled parts (framework.pnl), and the round trips.
+    assert re.search(
+        r"^USD: net \S+ \(\S+ %\) = realized \S+ − fees \S+ \+ unrealized \S+, ", out, re.M
+    ), out
+    assert re.search(r"^USD round trips: \d+ closed \(\d+ open\), win rate ", out, re.M), out
 
 
 def test_the_command_refuses_a_missing_recording(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import csv
 import os
+import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,10 +25,15 @@ from framework.backtest.synth import SynthSettings, generate
 pytest.importorskip("distributed")
 pytest.importorskip("optuna")
 
+from optuna.trial import TrialState
+
 from framework.backtest.sweep import distributions, open_study, run_sweep
 from framework.backtest.sweep_cli import INSTALL_HINT, sweep_main
 from framework.backtest.sweep_config import load_sweep_config
+from framework.backtest.sweep_queue import TRIAL, trial_number
 from tests.waiting import until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 BACKTEST = """\
 venue: {embedded: true}
@@ -342,37 +349,143 @@ def test_a_stopped_sweep_resumes_to_the_requested_count_without_redoing_trials(
     finished: list[int] = []
 
     def ctrl_c(trial: Any, _outcome: Any) -> None:
-        finished.append(trial.number)
+        finished.append(trial_number(trial))
         if len(finished) == 2:
             raise KeyboardInterrupt  # as Ctrl-C, with the other worker's trial in flight
 
     first = run_sweep(sweep, out, scheduler=shared_cluster, on_trial=ctrl_c)
     assert first.interrupted and first.ran == 2
-    cut = [t for t in first.study.get_trials(deepcopy=False) if t.user_attrs.get("interrupted")]
-    assert cut and all(t.state.name == "FAIL" for t in cut)  # in flight: queued again
+    # In flight: left RUNNING with its number, to run first at resume.
+    cut = first.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    assert cut and all(TRIAL in t.user_attrs for t in cut)
     before = {
         p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
         for p in (out / "trials").glob("*/report.json")
     }
     assert len(before) == 2
-    # A client killed with a trial in flight leaves it RUNNING in sweep.db.
+    # A client killed after asking, before submitting, leaves a RUNNING trial with no number.
     study = open_study(sweep, out, resume=True)
     stale = study.ask(distributions(sweep))
     second = run_sweep(sweep, out, scheduler=shared_cluster, resume=True)
     assert not second.interrupted
     trials = second.study.get_trials(deepcopy=False)
-    ran = [t for t in trials if not t.user_attrs.get("interrupted")]
+    ran = [t for t in trials if t.state.name == "COMPLETE"]
     assert len(ran) == 5 and second.ran == 3
-    assert all(any(t.params == c.params for t in ran) for c in cut)
-    assert [t.state.name for t in ran] == ["COMPLETE"] * 5
+    assert all(t.state.name in ("COMPLETE", "PRUNED") for t in trials)  # nothing left over
+    # Contiguous numbers: those cut keep theirs; the stale trial ran too, numbered after.
+    assert sorted(trial_number(t) for t in ran) == [0, 1, 2, 3, 4]
+    for c in cut:
+        again = next(t for t in ran if t.number == c.number)
+        assert trial_number(again) == trial_number(c) and again.params == c.params
+    assert next(t for t in trials if t.number == stale.number).state.name == "COMPLETE"
+    assert [int(r["number"]) for r in _rows(out)] == [0, 1, 2, 3, 4]
     after = {
         p.parent.name: (p.read_bytes(), p.stat().st_mtime_ns)
         for p in (out / "trials").glob("*/report.json")
     }
     assert {k: after[k] for k in before} == before  # finished trials were not run again
-    assert len(after) == 5
-    assert next(t for t in trials if t.number == stale.number).user_attrs["interrupted"]
-    assert sum(t.params == stale.params for t in ran) >= 1  # its parameters were run after all
+    assert sorted(after) == [f"{n:05d}" for n in range(5)]
+
+
+LOGSCALE = """\
+backtest: backtest.yaml
+objective: {metric: pnl.USD.net_pnl}
+params:
+  flaky:
+    every_s: {low: 0.5, high: 4.0, log: true}
+    hold: [2, 3, 5, 8]
+"""
+
+SMALL = """\
+backtest: backtest.yaml
+trials: 6
+objective: {metric: pnl.USD.net_pnl}
+sampler: {kind: random, seed: 5}
+workers: {recording: shared}
+params:
+  ladder:
+    levels: {low: 1, high: 3}
+"""
+
+
+def test_parameters_that_already_ran_are_never_run_again(
+    tmp_path: Path, recording: Path, shared_cluster: str
+) -> None:
+    # Three combinations, six trials asked for: a random sampler proposes repeats.
+    sweep = load_sweep_config(_setup(tmp_path, "flaky_small", SMALL), recording=recording)
+    result = run_sweep(sweep, tmp_path / "out", scheduler=shared_cluster)
+    trials = result.study.get_trials(deepcopy=False)
+    ran = [t for t in trials if t.state.name == "COMPLETE"]
+    assert sorted(t.params["ladder.levels"] for t in ran) == [1, 2, 3]
+    assert sorted(trial_number(t) for t in ran) == [0, 1, 2]
+    assert result.exhausted == "all 3 combinations of the parameter space were taken"
+    repeats = [t for t in trials if t.state.name == "PRUNED"]
+    assert result.duplicates == len(repeats)
+    assert all(t.user_attrs["duplicate_of"] in (0, 1, 2, None) for t in repeats)
+
+
+def test_ctrl_c_in_a_sweep_is_one_line_and_130_without_a_traceback(
+    tmp_path: Path, recording: Path
+) -> None:
+    # As at a terminal: SIGINT to the whole process group, the LocalCluster's workers too.
+    sweep = _setup(tmp_path, "flaky_ctrl_c", RESUMABLE)
+    out = tmp_path / "out"
+    command = [sys.executable, str(ROOT / "run.py"), "sweep", "-c", str(sweep)]
+    command += ["--recording", str(recording), "--out", str(out), "--workers", "2"]
+    process = subprocess.Popen(
+        [*command, "--trials", "40"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        until(lambda: any(out.glob("trials/*/report.json")), 120, "a finished trial")
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        f"sweep: interrupted; continue with --resume --out {out}"
+    )
+
+
+def test_the_best_trials_read_well_piped_and_in_sweep_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import optuna
+
+    from framework.backtest.sweep_cli import _print_table
+    from framework.backtest.sweep_report import best_table, write_html
+
+    sweep = load_sweep_config(_setup(tmp_path, "flaky_table", LOGSCALE))
+    study = optuna.create_study(direction="maximize")
+    dists = distributions(sweep)
+    for number, every_s in enumerate((0.7365118456816135, 3.1044814454585246)):
+        params = {"flaky.every_s": every_s, "flaky.hold": 3}
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=params,
+                distributions=dists,
+                value=-1.2345678912345 * (number + 1),
+                user_attrs={"params": params, TRIAL: number, "backtest_s": 0.25},
+            )
+        )
+    _print_table(best_table(study, sweep))  # to a pipe (capsys): no terminal width
+    printed = capsys.readouterr().out
+    header = next(line for line in printed.splitlines() if "objective" in line)
+    for name in ("trial", "objective", "flaky.every_s", "flaky.hold", "backtest s"):
+        assert name in header, printed  # whole: not cut to fit 80 columns
+    assert "0.736512" in printed and "-1.23457" in printed and "0.7365118" not in printed
+    page = write_html(study, sweep, tmp_path / "sweep.html").read_text(encoding="utf-8")
+    best = page.split("<table id='best'>", 1)[1].split("</table>", 1)[0]
+    assert "<th>flaky.every_s</th>" in best and "<td>3.10448</td>" in best
+    assert "{" not in best and not re.search(r"\d\.\d{7,}", best), best
 
 
 def test_sweep_file_problems_are_located(

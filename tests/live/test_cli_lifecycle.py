@@ -137,7 +137,7 @@ async def test_the_summary_has_positions_resting_orders_and_pnl_per_pair(tmp_pat
     assert list(summary["positions"]) == ["ETH-USD"]
     assert summary["resting"]["ETH-USD"] >= 1  # the ladder's limit orders rest on the book
     pnl = summary["pnl"]["ETH-USD"]
-    assert set(pnl) == {"realized", "unrealized", "fees"}
+    assert set(pnl) == {"realized", "unrealized", "fees", "net"}
     assert float(pnl["fees"]) > 0  # the probe paid a taker fee
 
 

@@ -1,0 +1,31 @@
+"""The live PnL per pair: the summary's net is the backtest report's (framework.pnl)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from framework.engine.events import MatchFilled
+from framework.live.trading import TradingState
+from framework.venue.models import MatchRecord, Position
+
+ETH = "ETH-USD"
+
+
+def fill(match_id: int, profit_loss: str, fee: str) -> MatchFilled:
+    """An own match of ETH-USD."""
+    record = MatchRecord(
+        id=match_id, symbol=ETH, profit_loss=Decimal(profit_loss), trade_fee=Decimal(fee)
+    )
+    return MatchFilled(record, strategy="s")
+
+
+def test_net_is_realized_minus_fees_plus_unrealized_and_unknown_with_it() -> None:
+    trading = TradingState([ETH])
+    trading.on_match(fill(1, "0.5", "0.125"))
+    trading.on_match(fill(2, "-0.25", "0.125"))
+    trading.on_snapshot(ETH, (Position(id=1, unrealized_pnl=None),))
+    pnl = trading.pnl()[ETH]
+    assert pnl["realized"] == Decimal("0.25") and pnl["fees"] == Decimal("0.25")
+    assert pnl["unrealized"] is None and pnl["net"] is None  # not known, so net is not
+    trading.on_snapshot(ETH, (Position(id=1, unrealized_pnl=Decimal("-0.5")),))
+    assert trading.pnl()[ETH]["net"] == Decimal("0.25") - Decimal("0.25") + Decimal("-0.5")
