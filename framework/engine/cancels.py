@@ -59,6 +59,7 @@ from framework.engine.cancel_calls import (
     CancelBatch,
     answer_key,
 )
+from framework.engine.client_ids import generated_by
 from framework.engine.events import CancelRejected, Event
 from framework.engine.intents import OrderStatus
 from framework.engine.open_orders import VenueOrder, listed_intent
@@ -86,7 +87,8 @@ FILLED: Final = OrderStatus.FILLED
 PENDING: Final = OrderStatus.PENDING
 UNKNOWN: Final = OrderStatus.UNKNOWN
 LOST: Final = OrderStatus.LOST
-_CANCELLABLE: Final = frozenset({PENDING, ACCEPTED, UNKNOWN, LOST})
+_GONE: Final = frozenset({LOST, OrderStatus.AMBIGUOUS})  # ended in doubt; may still rest
+_CANCELLABLE: Final = frozenset({PENDING, ACCEPTED, UNKNOWN, *_GONE})
 
 
 class Canceller:
@@ -131,7 +133,7 @@ class Canceller:
     def cancel(self, strategy: str | None, client_order_id: str) -> bool:
         """Ask for the cancel of one order; False when refused at once (CancelRejected sent)."""
         entry = self._ledger.find(client_order_id)
-        if entry is None or (entry.status is LOST and not is_resting(entry.order)):
+        if entry is None or (entry.status in _GONE and not is_resting(entry.order)):
             return self._refuse(strategy or "", client_order_id, NOTHING_TO_CANCEL,
                                 self._why_not_open(client_order_id))  # fmt: skip
         if strategy is not None and entry.strategy != strategy:
@@ -151,7 +153,7 @@ class Canceller:
         if status is PENDING:
             self._after_answer[coid] = entry  # in flight (or waiting for a retry)
             return True
-        if status is UNKNOWN or status is LOST or (status is ACCEPTED and entry.order_id is None):
+        if status is UNKNOWN or status in _GONE or (status is ACCEPTED and entry.order_id is None):
             self._queued[coid] = entry  # by its clientOrderId: the answer names the order
             return True
         if status is ACCEPTED:
@@ -248,7 +250,7 @@ class Canceller:
             if self.available and self.queries_available and entry.order_id is not None:
                 self._queries[entry.order_id] = entry
             else:
-                ledger.retire(entry)
+                self._outcomes.retire(entry)
 
     def next_unfilled_ms(self) -> int | None:
         """When the oldest watched order was accepted (None: none is watched)."""
@@ -323,7 +325,7 @@ class Canceller:
         self._for_cancel.discard(order_id)
         status = entry.status
         if status is ACCEPTED and not is_resting(entry.order):
-            self._ledger.retire(entry)  # it cannot rest: nothing more to wait for
+            self._outcomes.retire(entry)  # it cannot rest: nothing more to wait for
         elif for_cancel and status is not CANCELED and status is not FILLED:
             self._refuse(entry.strategy, entry.client_order_id, NO_ANSWER, f"queryOrder: {why}",
                          status)  # fmt: skip
@@ -448,13 +450,13 @@ class Canceller:
         if state == "filled":
             self._outcomes.settle_filled(entry, "the venue reports it filled")
             return "filled"
-        if state == "open" and (entry.status is UNKNOWN or entry.status is LOST):
+        if state == "open" and (entry.status is UNKNOWN or entry.status in _GONE):
             self._outcomes.found_open(entry, filled)
             return "adopted"
         if filled is not None and entry.status is ACCEPTED:
             self._outcomes.raise_filled(entry, filled)  # the least that has filled
         if entry.status is ACCEPTED and not is_resting(entry.order):
-            self._ledger.retire(entry)  # it cannot rest: no state to wait for
+            self._outcomes.retire(entry)  # it cannot rest: no state to wait for
         return "open"
 
     def adopt(
@@ -474,7 +476,7 @@ class Canceller:
         for record in records:
             what = self.apply_record(record)
             coid = record.client_order_id
-            if what == "external" and node and coid is not None and coid.startswith(node):
+            if what == "external" and node and coid is not None and generated_by(node, coid):
                 intent = listed_intent(record)
                 if intent is not None and record.state == "open" and record.entrust_id:
                     self._outcomes.orphan(node, coid, intent, record.entrust_id,

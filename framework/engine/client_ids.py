@@ -24,6 +24,7 @@ __all__ = [
     "IdSource",
     "base36",
     "check_client_order_id",
+    "generated_by",
 ]
 
 MAX_CLIENT_ID_LENGTH: Final = 32
@@ -142,3 +143,16 @@ class ClientIdGenerator:
                 f"client_order_id {client_order_id!r}: ids starting with the node name "
                 f"{self.node!r} are reserved for generated ids"
             )
+
+
+def generated_by(node: str, client_order_id: str) -> bool:
+    """True when the id has the form a journal of this node generates: ``{node}{tag}-{hex}``
+    with the journal's 5-character tag (another node whose name starts with this one's, or
+    an id some other program chose, does not)."""
+    if not client_order_id.startswith(node):
+        return False
+    rest = client_order_id[len(node) :]
+    return _JOURNAL_ID.fullmatch(rest) is not None
+
+
+_JOURNAL_ID: Final = re.compile(r"[a-z0-9]{5}-[0-9a-f]+")

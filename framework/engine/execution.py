@@ -116,8 +116,9 @@ class ExecutionEngine:
             max_size=MAX_BATCH,
         )
         self._outcomes = outcomes = Outcomes(
-            ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms
-        )
+            ledger=ledger, risk=self._risk, journal=journal, publish=publish, now_ms=now_ms,
+            lost_memory_ms=int(settings.lost_memory_s * 1000),
+        )  # fmt: skip
         self._fills = FillLinker(outcomes, journal=journal, node=ids.node, publish=publish)
         self.attribute: Callable[[MatchRecord], MatchFilled | None] = self._risk.watch_matches(
             self._fills.attribute, now_ms
@@ -284,6 +285,7 @@ class ExecutionEngine:
 
     def flush(self) -> None:
         """Commit buffered journal writes (the driver calls it when idle and at shutdown)."""
+        self._outcomes.settle_touched()  # groups members left, once the evidence is taken
         self._fills.forget_unlinked()  # once nothing is in doubt
         self._outcomes.flush()
 
@@ -515,6 +517,9 @@ class ExecutionEngine:
         if oldest is not None:
             settle = max(0, oldest + int(self.settings.unknown_window_s * 1000) - now)
             due = settle if due is None else min(due, settle)
+        forget = self._ledger.lost_due_ms
+        if forget is not None:
+            due = max(0, forget - now) if due is None else min(due, max(0, forget - now))
         if self._ledger.groups:
             window_ms = int(self.settings.unknown_window_s * 1000)
             deadline = self._ledger.next_doubt_deadline_ms(window_ms)

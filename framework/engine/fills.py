@@ -36,7 +36,7 @@ from framework.engine.events import Event, MatchFilled
 from framework.engine.intents import OrderStatus
 from framework.engine.journaling import JournalProtocol, KeptAs
 from framework.engine.outcomes import Outcomes
-from framework.engine.reconcile import Done, LiveOrder
+from framework.engine.reconcile import Done, LiveOrder, group_key
 from framework.venue.models import MatchRecord
 
 __all__ = ["FillLinker"]
@@ -109,17 +109,22 @@ class FillLinker:
             return MatchFilled(match, strategy, False, candidates)
         group = ledger.claimed.get(order_id)
         if group is None:
-            group = ledger.group_for(match)
-            if group is None:
+            owners = ledger.owners(match)
+            if not owners:
                 return self._external(match)
-            if len(group.members) == 1 and not group.claimed:
-                entry = ledger.resolve(group)  # the one intent in doubt it can be: unique
+            if any(e.order.quantity != match.quantity for e in owners):
+                return self._partial(match, owners)
+            group = ledger.groups[group_key(owners[0].order)]  # one quantity: one group
+            if len(owners) == 1 and not group.claimed:
+                entry = ledger.resolve(owners[0])  # the one intent in doubt it can be: unique
                 self._resolve(entry, match, order_id)
                 return self._linked(match, entry)
-        ledger.claim(group, order_id, match)
+            candidates = tuple(e.client_order_id for e in owners)
+        else:
+            candidates = group.candidates
+        ledger.claim(group, order_id, match, outcomes.now())
         self._keep(match, KeptAs.COUNTED)
         counts["matches_ambiguous"] += 1
-        candidates = group.candidates
         event = MatchFilled(
             msgspec.structs.replace(match, candidates=candidates),
             group.strategy,
@@ -159,11 +164,13 @@ class FillLinker:
             return
         group = ledger.claimed.get(order_id) if order_id is not None else None
         if group is None:
-            group = ledger.group_for(match)
+            owners = ledger.owners(match)
+            same = owners and all(e.order.quantity == match.quantity for e in owners)
+            group = ledger.groups.get(group_key(owners[0].order)) if same else None
         if order_id is None or group is None:
             self._unkeep(match)  # its group was settled: nothing left to count for
             return
-        ledger.claim(group, order_id, match)
+        ledger.claim(group, order_id, match, self.outcomes.now())
         if group.complete:
             self.outcomes.ambiguous(group, "every member is accounted for")
 
@@ -190,6 +197,21 @@ class FillLinker:
             self._forget(ledger.note_unlinked(match))
             self._keep(match, KeptAs.UNLINKED)
         return MatchFilled(match, None, True)
+
+    def _partial(self, match: MatchRecord, owners: list[LiveOrder]) -> MatchFilled:
+        """A match some intent in doubt may own in part (a larger order's partial fill): no
+        evidence for any, so it is counted for none; it names its possible owners, and is
+        remembered by orderId (a list or record naming its order later makes it that one's)."""
+        counts = self.outcomes.counts
+        counts["matches_ambiguous"] += 1
+        ledger = self.outcomes.ledger
+        self._forget(ledger.note_unlinked(match))
+        self._keep(match, KeptAs.UNLINKED)
+        candidates = tuple(e.client_order_id for e in owners)
+        strategies = {e.strategy for e in owners}
+        strategy = strategies.pop() if len(strategies) == 1 else None
+        match = msgspec.structs.replace(match, candidates=candidates)
+        return MatchFilled(match, strategy, False, candidates)
 
     def forget_unlinked(self) -> None:
         """Nothing is in doubt any more: the external matches remembered for it go."""

@@ -111,13 +111,22 @@ class JournalProtocol(IdSource, Protocol):
         """The owner's PENDING, UNKNOWN and ACCEPTED intents, oldest first."""
         ...
 
-    def load_lost(self, owner: str, since_ms: int) -> list[JournalEntry]:
-        """The owner's LOST intents that became so at since_ms or later, oldest first."""
+    def load_lost(self, owner: str, since_ms: int, limit: int) -> list[JournalEntry]:
+        """The owner's newest ``limit`` LOST intents that became so at since_ms or later,
+        oldest first."""
+        ...
+
+    def load_intent(self, owner: str, client_order_id: str) -> JournalEntry | None:
+        """The owner's intent of that client order id, whatever its status, else None."""
+        ...
+
+    def retire(self, client_order_id: str) -> None:
+        """Buffer that an ACCEPTED order is no longer tracked (not loaded at restart)."""
         ...
 
     def load_done(self, owner: str, limit: int) -> list[JournalEntry]:
-        """The owner's newest ``limit`` FILLED and CANCELED intents with an orderId, newest
-        first."""
+        """The owner's newest ``limit`` FILLED, CANCELED and retired intents with an orderId,
+        newest first."""
         ...
 
     def keep_match(self, owner: str, match: MatchRecord, kind: KeptAs) -> None:

@@ -23,8 +23,8 @@ from framework.engine.reconcile import (
     DoubtGroup,
     Ledger,
     LiveOrder,
-    group_key,
     order_input,
+    revive,
 )
 from framework.engine.risk import RiskGate, is_resting
 
@@ -84,6 +84,7 @@ class Outcomes:
         "counts",
         "dirty",
         "ledger",
+        "lost_memory_ms",
         "risk",
     )
 
@@ -95,9 +96,12 @@ class Outcomes:
         journal: JournalProtocol | None,
         publish: Callable[[Event], None],
         now_ms: Callable[[], int],
+        lost_memory_ms: int = 3_600_000,
     ) -> None:
         self.ledger = ledger
         self.risk = risk
+        self.lost_memory_ms = lost_memory_ms
+        """How long an intent ended in doubt (LOST, AMBIGUOUS) that may rest stays adoptable."""
         self._journal = journal
         self._publish = publish
         self._now_ms = now_ms
@@ -107,6 +111,10 @@ class Outcomes:
         # (strategy, code) -> (when last told, refused alike since, interval): see
         # refused_before_sending
         self._told: dict[tuple[str, int], tuple[int, int, int]] = {}
+
+    def now(self) -> int:
+        """The engine's clock, in ms."""
+        return self._now_ms()
 
     def refused_before_sending(self, strategy: str, coid: str, code: int, msg: str) -> None:
         """Say in the log that a check refused an intent (the strategy gets it as REJECTED).
@@ -245,6 +253,9 @@ class Outcomes:
             q = e.order.quantity
             if filled is not None:
                 msg = f"{why}; filled {e.filled} of {q}"
+            elif e.order_id is None:
+                msg = (f"{why}; {e.filled} of {q} known to have filled (the answer named neither"
+                       " its orderId nor its fill: a fill listed later cannot be told apart)")  # fmt: skip
             else:
                 msg = (f"{why}; {e.filled} of {q} known to have filled (the answer did not say;"
                        " a fill listed later comes as a match of this order)")  # fmt: skip
@@ -275,24 +286,26 @@ class Outcomes:
         self.filled(entry)
 
     def found_open(self, entry: LiveOrder, filled: Decimal | None) -> None:
-        """An UNKNOWN or LOST order the venue lists by its clientOrderId: ACCEPTED on that
-        evidence, an open order again (a LOST one is tracked and booked in the risk gate anew).
+        """An UNKNOWN, LOST or AMBIGUOUS order the venue lists by its clientOrderId: ACCEPTED
+        on that evidence, an open order again (a LOST or AMBIGUOUS one is tracked and booked
+        in the risk gate anew).
 
         What its record says has filled is the least that has: matches of it found external
         before (its order id was unknown then) are its own now, and its matches count beyond
         the record as far as their sum goes past it (:meth:`raise_filled`). A doubt group it
-        leaves that has now counted a match for each member left is settled.
+        leaves is judged again once the evidence at hand is all taken (:meth:`settle_touched`).
         """
         was = entry.status
         ledger = self.ledger
-        if was is LOST:
+        gone = was is LOST or was is AMBIGUOUS
+        if gone:
             ledger.found(entry)
         else:
             ledger.clear_doubt(entry)
         entry.status = ACCEPTED
         if filled is not None:
             self.raise_filled(entry, filled)
-        if was is LOST and self.risk.tracks_exposure:  # it rests: counted as open again
+        if gone and self.risk.tracks_exposure:  # it rests: counted as open again
             entry.booked = True
             left = entry.order.quantity - entry.filled
             self.risk.book(entry.order.pair_name, left if left > 0 else _ZERO, entry.price)
@@ -308,9 +321,33 @@ class Outcomes:
         self.emit([row], [event])
         if entry.filled >= entry.order.quantity:  # its matches, found before, add up
             self.filled(entry)
-        group = ledger.groups.get(group_key(entry.order))
-        if group is not None and group.claimed and group.complete:
-            self.ambiguous(group, "every member left is accounted for")
+
+    def settle_touched(self) -> None:
+        """Settle the doubt groups members left (named by evidence) that have counted a match
+        for each member left; stop keeping the matches of groups that emptied."""
+        ledger = self.ledger
+        if ledger.released:
+            if self._journal is not None:
+                for match in ledger.released:
+                    self._journal.drop_match(match.id)
+                self.dirty = True
+            ledger.released.clear()
+        if not ledger.touched:
+            return
+        keys = list(ledger.touched)
+        ledger.touched.clear()
+        for key in keys:
+            group = ledger.groups.get(key)
+            if group is not None and group.claimed and group.complete:
+                self.ambiguous(group, "every member left is accounted for")
+
+    def retire(self, entry: LiveOrder) -> None:
+        """An ACCEPTED order that can no longer change but by a late match: no longer tracked
+        (its status stays as told), nor read back at restart; its late matches still link."""
+        self.ledger.retire(entry)
+        if self._journal is not None:
+            self._journal.retire(entry.client_order_id)
+            self.dirty = True
 
     def orphan(
         self, node: str, coid: str, intent: OrderIntent, order_id: int, filled: Decimal | None
@@ -318,15 +355,24 @@ class Outcomes:
         """Track a resting order an earlier journal of this node placed (see Canceller.adopt):
         ACCEPTED, of no strategy, journaled from now on, booked in the risk gate."""
         now = self._now_ms()
-        order = order_input(coid, intent)
         risk = self.risk
-        entry = LiveOrder(coid, NO_OWNER, intent, order, ACCEPTED, now,
-                          risk.reference_price(order), False)  # fmt: skip
+        journal = self._journal
+        saved = journal.load_intent(node, coid) if journal is not None else None
+        if saved is not None:  # this journal's, ended long ago (LOST, AMBIGUOUS): its own
+            entry = revive(saved, risk.reference_price, False)
+            msg = f"{saved.status} order found resting at the venue by its clientOrderId"
+        else:
+            order = order_input(coid, intent)
+            entry = LiveOrder(coid, NO_OWNER, intent, order, ACCEPTED, now,
+                              risk.reference_price(order), False)  # fmt: skip
+            msg = "found resting at the venue under this node's client ids; no strategy owns it"
+        entry.status = ACCEPTED
+        order = entry.order
         self.ledger.add(entry)
-        msg = "found resting at the venue under this node's client ids; no strategy owns it"
-        if self._journal is not None:
-            self._journal.add(coid, node, NO_OWNER, intent, ACCEPTED, now, None, msg)
-            self._journal.update([(ACCEPTED, order_id, None, msg, now, coid)])
+        if journal is not None:
+            if saved is None:
+                journal.add(coid, node, NO_OWNER, intent, ACCEPTED, now, None, msg)
+            journal.update([(ACCEPTED, order_id, None, msg, now, coid)])
             self.dirty = True
         self.bind(entry, order_id)
         if filled is not None:
@@ -336,6 +382,10 @@ class Outcomes:
             left = order.quantity - entry.filled
             risk.book(order.pair_name, left if left > 0 else _ZERO, entry.price)
         self.counts["orders_adopted"] += 1
+        if saved is not None:  # its strategy is told, as of any order a list finds
+            log.warning("%s order %s %s -> ACCEPTED", saved.status, coid, msg)
+            event = OrderUpdate(coid, ACCEPTED, entry.strategy, order_id, None, msg, entry.intent)
+            self.emit([], [event])
 
     def bind(self, entry: LiveOrder, order_id: int) -> bool:
         """The venue named entry's order id: its matches found external before count for it.
@@ -424,12 +474,13 @@ class Outcomes:
         self.emit(rows, events)
 
     def ambiguous(self, group: DoubtGroup, why: str) -> int:
-        """Settle a doubt group by count: every member AMBIGUOUS, k of n filled."""
-        filled = len(group.claimed)
+        """Settle a doubt group by count: every member AMBIGUOUS, k of n filled (k at most n:
+        a counted order beyond the members' number was another's of the same looks)."""
+        filled = min(len(group.claimed), len(group.members))
         kept = [m.id for matches in group.claimed.values() for m in matches]
         candidates = group.candidates
         pair, is_long, quantity = group.key
-        members = self.ledger.settle(group)
+        members = self.ledger.settle(group, self._now_ms() + self.lost_memory_ms)
         for e in members:
             self.unbook(e)
         if self._journal is not None:

@@ -30,6 +30,7 @@ import attrs
 
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry
+from framework.engine.risk import is_resting
 from framework.venue.models import MatchRecord, OrderInput
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "Ledger",
     "Link",
     "LiveOrder",
-    "agrees",
     "order_input",
     "price_allows",
     "revive",
@@ -53,6 +53,8 @@ log = logging.getLogger("framework.execution")
 _ZERO: Final = Decimal(0)
 _UNKNOWN: Final = OrderStatus.UNKNOWN
 _LOST: Final = OrderStatus.LOST
+_GONE: Final = frozenset({OrderStatus.LOST, OrderStatus.AMBIGUOUS})
+"""Ended in doubt, yet an open-order list or a record may still name them (Ledger.lost)."""
 
 DONE_MEMORY: Final = 16_384
 """How many filled or group-settled orders' ids the ledger remembers to link late matches.
@@ -147,15 +149,6 @@ def revive(
     )
 
 
-def agrees(order: OrderInput, match: MatchRecord) -> bool:
-    """True when a match could be the whole fill of an order: same pair, side and quantity."""
-    return (
-        order.pair_name == match.symbol
-        and order.is_long == match.is_long
-        and order.quantity == match.quantity
-    )
-
-
 def price_allows(order: OrderInput, match: MatchRecord) -> bool:
     """False when the match's price is beyond the order's limit (it cannot be the order's)."""
     limit, price = order.price, match.average_price
@@ -195,6 +188,7 @@ class DoubtGroup:
     key: GroupKey
     members: dict[str, LiveOrder] = attrs.field(factory=dict)  # order of doubt (LOST too)
     claimed: dict[int, list[MatchRecord]] = attrs.field(factory=dict)  # orderId -> its matches
+    last_claim_ms: int = 0  # when a match was last counted for it
 
     @property
     def candidates(self) -> tuple[str, ...]:
@@ -213,8 +207,10 @@ class DoubtGroup:
         return len(self.claimed) >= len(self.members)
 
     def last_doubt_ms(self) -> int:
-        """When the newest member became UNKNOWN."""
-        return max(e.unknown_since_ms for e in self.members.values())
+        """When the newest member became UNKNOWN, or the last match was counted (a group of
+        LOST members counts the fills of a price run for a window from the newest)."""
+        newest = max(e.unknown_since_ms for e in self.members.values())
+        return newest if newest >= self.last_claim_ms else self.last_claim_ms
 
     def first_unknown_ms(self) -> int | None:
         """When the oldest member still UNKNOWN (not LOST) became so; None: all are LOST."""
@@ -222,10 +218,6 @@ class DoubtGroup:
             (e.unknown_since_ms for e in self.members.values() if e.status is _UNKNOWN),
             default=None,
         )
-
-    def admits(self, match: MatchRecord) -> bool:
-        """True when some member could own the match (its price within the member's limit)."""
-        return any(price_allows(e.order, match) for e in self.members.values())
 
 
 def group_key(order: OrderInput) -> GroupKey:
@@ -253,6 +245,8 @@ class Ledger:
         "groups",
         "live",
         "lost",
+        "released",
+        "touched",
         "unfilled",
         "unknown",
         "unlinked",
@@ -266,6 +260,11 @@ class Ledger:
         self._lost_due_ms: int | None = None  # the earliest until_ms among them
         self.groups: dict[GroupKey, DoubtGroup] = {}
         self.claimed: dict[int, DoubtGroup] = {}  # orderId -> the live group that counted it
+        # Groups a member left while they had counted matches (settled once complete, by the
+        # caller, after the evidence at hand is all taken), and the matches counted for groups
+        # that emptied (no longer kept: the caller drops them from the journal).
+        self.touched: set[GroupKey] = set()
+        self.released: list[MatchRecord] = []
         # ACCEPTED orders that cannot rest, not filled yet: clientOrderId -> accepted ms, in
         # order of acceptance (an OrderedDict: popping the oldest is O(1)). An order leaves it
         # when it leaves the ledger, so it holds only what is still unfilled.
@@ -298,7 +297,7 @@ class Ledger:
         see note_unlinked, or counted for a doubt group), its own now (the caller counts them).
         """
         entry.order_id = order_id
-        if entry.status is not _LOST:
+        if entry.status not in _GONE:
             self.by_order_id[order_id] = entry
         taken: list[MatchRecord] = []
         group = self.claimed.pop(order_id, None)
@@ -366,12 +365,18 @@ class Ledger:
             return
         key = group_key(entry.order)
         group = self.groups.get(key)
-        if group is not None:
-            group.members.pop(coid, None)
-            if not group.members:
-                del self.groups[key]
-                for order_id in group.claimed:
-                    self.claimed.pop(order_id, None)
+        if group is None or group.members.pop(coid, None) is None:
+            return
+        if group.members:
+            if group.claimed:
+                self.touched.add(key)
+            return
+        del self.groups[key]  # its counted matches were none of its members' (all named)
+        link: Link = (None, group.strategy, group.candidates)
+        for order_id, matches in group.claimed.items():
+            self.claimed.pop(order_id, None)
+            self._remember(order_id, link)
+            self.released.extend(matches)
 
     def lose(self, entry: LiveOrder, until_ms: int) -> list[LiveOrder]:
         """The UNKNOWN intent is LOST: untracked, but a possible owner of same-looking matches
@@ -397,6 +402,11 @@ class Ledger:
         self._join(entry)
         self.shorten(entry, until_ms)
 
+    @property
+    def lost_due_ms(self) -> int | None:
+        """When the next LOST or AMBIGUOUS intent stops being remembered (None: none is)."""
+        return self._lost_due_ms if self.lost else None
+
     def shorten(self, entry: LiveOrder, until_ms: int) -> None:
         """A LOST intent is a possible owner until until_ms (evidence said it does not rest)."""
         entry.until_ms = until_ms
@@ -405,7 +415,7 @@ class Ledger:
             self._lost_due_ms = until_ms
 
     def found(self, entry: LiveOrder) -> None:
-        """A LOST intent a record names by its clientOrderId: tracked again (out of doubt)."""
+        """A LOST or AMBIGUOUS intent a record names by its clientOrderId: tracked again."""
         self._undoubt(entry)
         self.live[entry.client_order_id] = entry
         if entry.order_id is not None:
@@ -423,7 +433,8 @@ class Ledger:
             until = entry.until_ms
             if until <= now_ms:
                 group = self.groups.get(group_key(entry.order))
-                if group is None or not group.claimed:
+                coid = entry.client_order_id
+                if group is None or not group.claimed or coid not in group.members:
                     self._undoubt(entry)
                     out.append(entry)
                     continue
@@ -484,28 +495,33 @@ class Ledger:
             or self.recently_done(order_id) is not None
         )
 
-    def group_for(self, match: MatchRecord) -> DoubtGroup | None:
-        """The doubt group one of whose members could own the match (pair, side, quantity;
-        a price within its limit), if any."""
+    def owners(self, match: MatchRecord) -> list[LiveOrder]:
+        """The intents in doubt that could own the match: its pair and side, at least its
+        quantity (a partial fill of a larger order too), its price within their limit."""
         groups = self.groups
-        if not groups:  # the usual case: nothing in doubt, no tuple with a Decimal to hash
-            return None
-        group = groups.get((match.symbol, match.is_long, match.quantity))
-        return group if group is not None and group.admits(match) else None
+        if not groups:  # the usual case: nothing in doubt
+            return []
+        pair, is_long, quantity = match.symbol, match.is_long, match.quantity
+        out: list[LiveOrder] = []
+        for (p, side, size), group in groups.items():
+            if p == pair and side is is_long and (quantity is None or (size or 0) >= quantity):
+                out.extend(e for e in group.members.values() if price_allows(e.order, match))
+        return out
 
-    def resolve(self, group: DoubtGroup) -> LiveOrder:
-        """Take the single member of an unclaimed group out of doubt (unique evidence)."""
-        (entry,) = group.members.values()
+    def resolve(self, entry: LiveOrder) -> LiveOrder:
+        """Take the one intent that could own a match out of doubt (unique evidence)."""
         self._undoubt(entry)
         return entry
 
-    def claim(self, group: DoubtGroup, order_id: int, match: MatchRecord) -> None:
+    def claim(self, group: DoubtGroup, order_id: int, match: MatchRecord, now_ms: int) -> None:
         """Count a match's order for the group, bound to none of its members."""
         group.claimed.setdefault(order_id, []).append(match)
+        group.last_claim_ms = now_ms
         self.claimed[order_id] = group
 
-    def settle(self, group: DoubtGroup) -> list[LiveOrder]:
-        """End the group: its members leave the ledger; its claims are remembered."""
+    def settle(self, group: DoubtGroup, until_ms: int) -> list[LiveOrder]:
+        """End the group: its members leave the ledger (those that may rest stay adoptable by
+        a list or record naming them, until until_ms); its claims are remembered."""
         members = list(group.members.values())
         link: Link = (None, group.strategy, group.candidates)
         for order_id in group.claimed:
@@ -515,6 +531,9 @@ class Ledger:
         for entry in members:
             entry.status = OrderStatus.AMBIGUOUS
             self.drop(entry)
+            if is_resting(entry.order):
+                self.lost[entry.client_order_id] = entry  # in no group: adoptable only
+                self.shorten(entry, until_ms)
         return members
 
     def expired(self, horizon_ms: int) -> tuple[list[LiveOrder], list[DoubtGroup]]:

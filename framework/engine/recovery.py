@@ -32,7 +32,7 @@ from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderStatus
 from framework.engine.journaling import JournalEntry, JournalProtocol, StatusRow
 from framework.engine.outcomes import Outcomes
-from framework.engine.reconcile import DONE_MEMORY, Ledger, LiveOrder, done_of, revive
+from framework.engine.reconcile import DONE_MEMORY, LOST_MEMORY, Ledger, LiveOrder, done_of, revive
 from framework.engine.risk import FRAMEWORK_CODES, PENDING_EXPIRED, RiskGate, is_resting
 from framework.venue.models import OrderInput
 
@@ -153,7 +153,7 @@ def remember(
     """Read back the owner's orders that ended but may still be named (see module)."""
     window_ms = int(settings.unknown_window_s * 1000)
     lost_memory_ms = int(settings.lost_memory_s * 1000)
-    for saved in journal.load_lost(owner, now_ms - lost_memory_ms):
+    for saved in journal.load_lost(owner, now_ms - lost_memory_ms, LOST_MEMORY):
         if ledger.find(saved.client_order_id) is not None:
             continue
         entry = revive(saved, reference_price, False)

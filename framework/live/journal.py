@@ -41,23 +41,28 @@ import orjson
 from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry, KeptAs, StatusRow
+from framework.engine.reconcile import DONE_MEMORY
 from framework.live.journal_schema import (
     CODE_AT,
+    DONE_CUTOFF,
     FILLED,
     FILLED_AT,
     INSERT,
     LOAD,
     LOAD_DONE,
     LOAD_LOST,
+    LOAD_ONE,
     MARK,
     MSG_AT,
     ORDER_ID_AT,
+    PRUNE_SUMS,
     SCHEMA,
     SCHEMA_VERSION,
     SEEN,
     SENT_AT,
     STATUS_AT,
     SUM,
+    SUM_OWNERS,
     SUMS_ENDED,
     UPDATE,
     UPDATED_AT,
@@ -168,6 +173,7 @@ class Journal:
             raise
         journal = cls(conn, name)
         journal.compact()
+        journal.prune_sums()
         # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of
         # every process sharing the file, as of now, plus every one this process adds.
         journal._user_ids.update(
@@ -250,6 +256,15 @@ class Journal:
         )
         if intent.client_order_id is not None:
             self._user_ids.add(client_order_id)
+
+    def prune_sums(self) -> None:
+        """Forget the matches' sums of CANCELED intents no late match can name any more (older
+        than each owner's newest DONE_MEMORY ended orders); done at open."""
+        conn = self._conn
+        for (owner,) in conn.execute(SUM_OWNERS).fetchall():
+            row = conn.execute(DONE_CUTOFF, (owner, DONE_MEMORY - 1)).fetchone()
+            if row is not None:
+                conn.execute(PRUNE_SUMS, (owner, row[0]))
 
     def mark_sent(self, client_order_ids: Iterable[str], sent: bool) -> None:
         """Buffer the sent mark of rows."""
@@ -423,10 +438,23 @@ class Journal:
         self.compact()
         return [entry_of(row) for row in self._conn.execute(LOAD, (owner,))]
 
-    def load_lost(self, owner: str, since_ms: int) -> list[JournalEntry]:
-        """The owner's LOST intents that became so at since_ms or later, oldest first."""
+    def load_lost(self, owner: str, since_ms: int, limit: int) -> list[JournalEntry]:
+        """The owner's newest ``limit`` LOST intents that became so at since_ms or later,
+        oldest first."""
         self.compact()
-        return [entry_of(row) for row in self._conn.execute(LOAD_LOST, (owner, since_ms))]
+        rows = self._conn.execute(LOAD_LOST, (owner, since_ms, limit)).fetchall()
+        return [entry_of(row) for row in reversed(rows)]
+
+    def load_intent(self, owner: str, client_order_id: str) -> JournalEntry | None:
+        """The owner's intent of that client order id, whatever its status, else None."""
+        self.compact()
+        row = self._conn.execute(LOAD_ONE, (owner, client_order_id)).fetchone()
+        return None if row is None else entry_of(row)
+
+    def retire(self, client_order_id: str) -> None:
+        """Buffer that an ACCEPTED order is no longer tracked (restart does not load it; a
+        late match still finds it through load_done)."""
+        self._marks.append((2, client_order_id))
 
     def load_done(self, owner: str, limit: int) -> list[JournalEntry]:
         """The owner's newest ``limit`` FILLED and CANCELED intents with an orderId, newest

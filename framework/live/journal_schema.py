@@ -15,7 +15,6 @@ from typing import Any, Final
 
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry
-from framework.engine.reconcile import DONE_MEMORY
 from framework.venue.models import MatchType, PositionType
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "entry_of", "upgrade_from_1", "version_of"]
@@ -95,13 +94,28 @@ UPDATE: Final = (
 FILLED: Final = "UPDATE intents SET filled = ? WHERE client_order_id = ?"
 SUM: Final = "INSERT OR REPLACE INTO matched_sums (client_order_id, matched) VALUES (?, ?)"
 # The sums of intents that ended are no longer needed (folded intents only), but for the
-# CANCELED among the newest DONE_MEMORY intents: a late match of one still counts beyond
-# what a record said had filled of it (across a restart too).
+# CANCELED ones a late match may still name (PRUNE_SUMS cuts those at open, per owner): it
+# counts beyond what a record said had filled of the order, across a restart too.
 SUMS_ENDED: Final = (
     "DELETE FROM matched_sums WHERE EXISTS (SELECT 1 FROM intents WHERE"
-    " intents.client_order_id = matched_sums.client_order_id"
-    " AND status NOT IN ('PENDING', 'UNKNOWN', 'ACCEPTED') AND (status != 'CANCELED'"
-    f" OR intents.rowid <= (SELECT max(rowid) FROM intents) - {DONE_MEMORY}))"
+    " intents.client_order_id = matched_sums.client_order_id AND (status NOT IN"
+    " ('PENDING', 'UNKNOWN', 'ACCEPTED', 'CANCELED') OR sent = 2))"
+)
+DONE: Final = (
+    "(status IN ('FILLED', 'CANCELED') OR (status = 'ACCEPTED' AND sent = 2))"
+    " AND order_id IS NOT NULL"
+)
+"""The ended orders a late match may still name: filled, cancelled, or retired (sent = 2)."""
+DONE_CUTOFF: Final = (
+    f"SELECT rowid FROM intents WHERE owner = ? AND {DONE} ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+)
+SUM_OWNERS: Final = (
+    "SELECT DISTINCT owner FROM intents JOIN matched_sums USING (client_order_id)"
+    " WHERE status = 'CANCELED'"
+)
+PRUNE_SUMS: Final = (
+    "DELETE FROM matched_sums WHERE client_order_id IN (SELECT client_order_id FROM intents"
+    " WHERE owner = ? AND status = 'CANCELED' AND rowid < ?)"
 )
 SEEN: Final = "SELECT match_id FROM seen_matches WHERE pair = ?"
 COLUMNS: Final = (
@@ -110,12 +124,14 @@ COLUMNS: Final = (
     " created_ms, matched_sums.matched, updated_ms FROM intents LEFT JOIN matched_sums USING"
     " (client_order_id) WHERE owner = ? AND "
 )
-LOAD: Final = COLUMNS + "status IN ('PENDING', 'UNKNOWN', 'ACCEPTED') ORDER BY intents.rowid"
-LOAD_LOST: Final = COLUMNS + "status = 'LOST' AND updated_ms >= ? ORDER BY intents.rowid"
-LOAD_DONE: Final = (
-    COLUMNS + "status IN ('FILLED', 'CANCELED') AND order_id IS NOT NULL"
-    " ORDER BY intents.rowid DESC LIMIT ?"
+LOAD: Final = (
+    COLUMNS + "status IN ('PENDING', 'UNKNOWN', 'ACCEPTED') AND sent != 2 ORDER BY intents.rowid"
 )
+LOAD_LOST: Final = (
+    COLUMNS + "status = 'LOST' AND updated_ms >= ? ORDER BY intents.rowid DESC LIMIT ?"
+)
+LOAD_DONE: Final = COLUMNS + DONE + " ORDER BY intents.rowid DESC LIMIT ?"
+LOAD_ONE: Final = COLUMNS + "client_order_id = ?"
 
 
 def entry_of(row: tuple[Any, ...]) -> JournalEntry:

@@ -334,8 +334,9 @@ def unknown(engine: ExecutionEngine) -> str:
 def test_an_adopted_order_starts_from_its_records_fill_and_its_new_matches_add() -> None:
     engine, events, _ = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
     coid = unknown(engine)  # 0.1
-    first = engine.attribute(match(1, 700, "0.05"))  # agrees with no intent: external
-    assert first is not None and first.external
+    first = engine.attribute(match(1, 700, "0.05"))  # a part of the intent's 0.1, perhaps
+    assert first is not None and first.match.client_order_id is None
+    assert first.candidates == (coid,)  # named as its possible owner, bound to none
     assert engine.adopt("ETH-USD", [Record(coid, 700, Decimal("0.05"), "open")])["adopted"] == 1
     assert [o.filled for o in engine.open_orders()] == [Decimal("0.05")]
     assert engine.open_quantity("ETH-USD") == Decimal("0.05")  # what still rests

@@ -515,9 +515,9 @@ def test_a_version_1_process_folding_the_log_loses_no_matches_sum(tmp_path: Path
 def test_a_match_found_external_is_no_evidence_for_a_later_intent_after_a_restart(
     tmp_path: Path,
 ) -> None:
-    # Run 1: A (0.1) is in doubt; order 900 fills 0.05 (external: kept, A's record may name
-    # 900). Then B (0.05, same pair and side) is in doubt too. Run 2: the list names neither.
-    # The match was published as external: it counts for no intent by its looks.
+    # Run 1: A (0.1) is in doubt; order 900 fills 0.05 (a part of A's, perhaps: bound to
+    # none, kept, A's record may name 900). Then B (0.05, same pair and side) is in doubt
+    # too. Run 2: the list names neither. The match counts for no intent by its looks.
     path = tmp_path / "j.db"
     clock = VirtualClock(START_MS)
     journal = Journal.open(path)
@@ -526,7 +526,7 @@ def test_a_match_found_external_is_no_evidence_for_a_later_intent_after_a_restar
     found = engine.attribute(
         MatchRecord(id=1, entrust_id=900, symbol="ETH-USD", is_long=True, quantity=Decimal("0.05"))
     )
-    assert found is not None and found.external
+    assert found is not None and found.match.client_order_id is None
     clock.advance(1000)
     b = lost(engine, "0.05")
     engine.flush()
