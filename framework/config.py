@@ -13,7 +13,12 @@ section, see :func:`framework.backtest.runner.load_backtest_config`): no venue c
 no ``journal.path`` are required then.
 
 ``venue.api_secret`` is a :class:`Secret`: its repr and str never show the value, and error
-messages never quote it.
+messages never quote it. Every secret value the reader found (see :mod:`framework.yaml_read`:
+the values under secret keys and of the environment variables they name) is replaced by
+``***`` in every problem line, and kept in :attr:`Config.secret_values` for the log filter.
+
+The file is read within the reader's bounds (4 MiB, 100 levels deep, 10000 aliased values):
+a file past one is refused with one line naming it and the bound.
 """
 
 from __future__ import annotations
@@ -33,15 +38,19 @@ from framework.venue.requests import OrderManagementPaths
 from framework.venue.rules import PairRules, settle_coin_of
 from framework.venue.signing import make_signer
 from framework.yaml_attrs import (
+    SECRET_KEYS,
     ConfigProblems,
     KeyPath,
+    LineMap,
     Problems,
     Secret,
     by_line,
     format_path,
     read_yaml,
+    read_yaml_file,
     structure,
 )
+from framework.yaml_lines import shown
 
 __all__ = [
     "SECRET_KEYS",
@@ -66,9 +75,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-SECRET_KEYS: Final = frozenset({"api_secret"})
-"""Keys whose values are secrets: never echoed in errors, wrapped in :class:`Secret`."""
 
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LANGUAGES: Final = ("zh-CN", "en-US")
@@ -208,6 +214,10 @@ class Config:
     metrics: MetricsConfig = MetricsConfig()
     backtest: dict[str, Any] = attrs.Factory(dict)
     """``run.py backtest`` settings (framework.backtest.runner.BacktestSettings); unused live."""
+    secret_values: frozenset[str] = attrs.field(
+        init=False, default=frozenset(), repr=False, eq=False
+    )
+    """Every secret value the reader found in the file (not a YAML key): never to be shown."""
 
     def settle_coin(self, pair: str) -> str:
         """The settlement coin of one configured pair."""
@@ -222,8 +232,12 @@ class Config:
 
     def secrets(self) -> list[str]:
         """The configured secret values, for the log redaction filter."""
-        secret = self.venue.api_secret
-        return [secret.reveal()] if secret is not None and secret.reveal() else []
+        found = set(self.secret_values)
+        if self.venue.api_secret is not None:
+            found.add(self.venue.api_secret.reveal())
+        if self.venue.twin is not None:
+            found.update(a.hmac_secret for a in self.venue.twin.accounts if a.hmac_secret)
+        return sorted(s for s in found if s)
 
 
 def beside_config(raw: str, config_file: str | Path) -> Path:
@@ -286,7 +300,7 @@ def _check_venue(venue: VenueConfig, out: Problems) -> None:
     out.require(
         venue.language is None or venue.language in LANGUAGES,
         ("venue", "language"),
-        f"expected one of {', '.join(LANGUAGES)}, got {venue.language!r}",
+        f"expected one of {', '.join(LANGUAGES)}, got {shown(venue.language)}",
     )
     out.require(venue.timeout_s > 0, ("venue", "timeout_s"), "must be > 0")
     if venue.sign_type not in (1, 2, 3):
@@ -352,12 +366,12 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
         out.require(
             _CLASS_SPEC.fullmatch(strategy.class_) is not None,
             ("strategies", i, "class"),
-            f"expected 'module:Class', got {strategy.class_!r}",
+            f"expected 'module:Class', got {shown(strategy.class_)}",
         )
     out.require(
         config.logging.level.upper() in LOG_LEVELS,
         ("logging", "level"),
-        f"expected one of {', '.join(LOG_LEVELS)}, got {config.logging.level!r}",
+        f"expected one of {', '.join(LOG_LEVELS)}, got {shown(config.logging.level)}",
     )
     out.require(0 <= config.metrics.port <= 65535, ("metrics", "port"), "must be in 0..65535")
     out.require(
@@ -381,7 +395,9 @@ def _check_strategy_pairs(
         if isinstance(pairs, list):
             named += [(("strategies", index, "params", "pairs", j), p) for j, p in enumerate(pairs)]
     for path, pair in named:
-        out.require(pair in config.pairs, path, f"pair {pair!r} is not configured under `pairs:`")
+        out.require(
+            pair in config.pairs, path, f"pair {shown(pair)} is not configured under `pairs:`"
+        )
 
 
 def _check_strategy_classes(config: Config, out: Problems) -> None:
@@ -430,13 +446,20 @@ def parse_config(
     venue_used=False (a backtest): venue credentials and journal.path are not required.
     """
     data, lines = read_yaml(text, source=source, env=os.environ if env is None else env)
+    return _config(data, lines, resolve_strategies=resolve_strategies, venue_used=venue_used)
+
+
+def _config(
+    data: dict[str, Any], lines: LineMap, *, resolve_strategies: bool, venue_used: bool
+) -> Config:
     config = structure(data, Config, lines=lines, secret_keys=SECRET_KEYS)
+    object.__setattr__(config, "secret_values", lines.secrets)  # frozen; not a YAML key
     out = Problems(lines)
     _check(config, out, venue_used=venue_used)
     if resolve_strategies:
         _check_strategy_classes(config, out)
     if out.found:
-        raise ConfigProblems(by_line(out.found))
+        raise ConfigProblems(by_line(out.found), secrets=lines.secrets)
     return config
 
 
@@ -446,9 +469,9 @@ def load_config(
     env: Mapping[str, str] | None = None,
     resolve_strategies: bool = True,
 ) -> Config:
-    """Read a YAML file into a Config, or raise ConfigProblems (a ConfigError)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigProblems([f"{path}: cannot read: {exc.strerror or exc}"]) from None
-    return parse_config(text, source=str(path), env=env, resolve_strategies=resolve_strategies)
+    """Read a YAML file into a Config, or raise ConfigProblems (a ConfigError).
+
+    Unreadable, larger than 4 MiB or not UTF-8: one line naming the file and the problem.
+    """
+    data, lines = read_yaml_file(path, env=os.environ if env is None else env)
+    return _config(data, lines, resolve_strategies=resolve_strategies, venue_used=True)

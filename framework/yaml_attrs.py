@@ -1,35 +1,41 @@
 """YAML documents into attrs records, with every problem located by its path and line.
 
-:func:`read_yaml` composes the text to nodes first, which gives every key and value its line
-(:class:`LineMap`), then constructs it with a YAML 1.2-like schema: only ``true``/``false`` are
-booleans and only decimal digits are integers, so ``NO``, ``0x1f...`` or ``010`` stay what they
-look like (strings). ``${NAME}`` and ``${NAME:-default}`` in string values are replaced from
-the environment (``$${`` writes a literal ``${``); a value that came from the environment may
-spell a number or a boolean, YAML values themselves must have the right type.
+Reading the text (bounds, lines, ``${ENV}``, secrets found) is :mod:`framework.yaml_read`;
+how a problem line reads is :mod:`framework.yaml_lines`; both are re-exported here.
 
 :func:`structure` turns the data into an attrs class with a strict cattrs converter: unknown
 keys, missing keys and wrong types are collected into one :class:`ConfigProblems` whose lines
 read ``strategies[0].params.levels: expected int, got 'ten' (line 14)``. Values under a secret
-key are never quoted in a message.
+key are never quoted in a message, and no secret value the reader found is shown anywhere.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterator
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
-import yaml
 from cattrs.gen import make_dict_structure_fn, override
 
-from framework.venue.errors import ConfigError
+from framework.yaml_lines import (
+    ConfigProblems,
+    KeyPath,
+    LineMap,
+    Problems,
+    by_line,
+    format_path,
+    located,
+    shown,
+)
+from framework.yaml_read import SECRET_KEYS, EnvStr, read_yaml, read_yaml_file
 
 __all__ = [
+    "SECRET_KEYS",
     "ConfigProblems",
     "KeyPath",
     "LineMap",
@@ -39,15 +45,11 @@ __all__ = [
     "format_path",
     "located",
     "read_yaml",
+    "read_yaml_file",
     "structure",
 ]
 
 T = TypeVar("T")
-KeyPath = tuple[str | int, ...]
-"""Where a value sits: ("strategies", 0, "params", "levels")."""
-
-_ENV_REF = re.compile(r"\$\$\{|\$\{([^}:]*)(?::-([^}]*))?\}")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT_TEXT = re.compile(r"[-+]?[0-9]+")
 
 
@@ -75,127 +77,6 @@ class Secret:
         return hash(("Secret", self._value))
 
 
-class ConfigProblems(ConfigError):
-    """A configuration that cannot run: one ``path: problem (line N)`` line per problem."""
-
-    def __init__(self, problems: Iterable[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(self.problems))
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2-like implicit types (no yes/no booleans, no 0x/0o ints)."""
-
-
-_Loader.yaml_implicit_resolvers = {}
-_TAG = "tag:yaml.org,2002:"
-for _tag, _pattern, _first in (
-    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
-    ("int", r"^[-+]?[0-9]+$", "-+0123456789"),
-    (
-        "float",
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        "-+0123456789.",
-    ),
-    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-    (
-        "timestamp",
-        r"^(?:[0-9]{4}-[0-9]{2}-[0-9]{2}"
-        r"(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?"
-        r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)?)$",
-        "0123456789",
-    ),
-    ("merge", r"^<<$", "<"),
-):
-    _Loader.add_implicit_resolver(_TAG + _tag, re.compile(_pattern), list(_first))
-
-
-def _construct_decimal_int(loader: _Loader, node: yaml.Node) -> int:
-    # The SafeLoader reads "010" as octal 8; with the 1.2-like resolver it is decimal 10.
-    value = loader.construct_scalar(node)  # type: ignore[arg-type]
-    return int(str(value).replace("_", ""))
-
-
-_Loader.add_constructor(_TAG + "int", _construct_decimal_int)
-
-
-@attrs.define
-class LineMap:
-    """Where each path's key and value start in the YAML text (1-based lines)."""
-
-    keys: dict[KeyPath, int] = attrs.Factory(dict)
-    values: dict[KeyPath, int] = attrs.Factory(dict)
-
-    def of(self, path: KeyPath, *, key: bool = False) -> int | None:
-        """The line of a key (or value), else of the nearest ancestor known."""
-        if key and path in self.keys:
-            return self.keys[path]
-        for end in range(len(path), -1, -1):
-            line = self.values.get(path[:end])
-            if line is not None:
-                return line
-        return None
-
-
-def _index_nodes(node: yaml.Node, path: KeyPath, lines: LineMap, problems: list[str]) -> None:
-    lines.values[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            if key == "<<":
-                continue
-            sub = (*path, key)
-            if key in seen:
-                problems.append(located(sub, "duplicate key", key_node.start_mark.line + 1))
-            seen.add(key)
-            lines.keys[sub] = key_node.start_mark.line + 1
-            _index_nodes(value_node, sub, lines, problems)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _index_nodes(item, (*path, i), lines, problems)
-
-
-class _EnvStr(str):
-    """A string that came from the environment: numeric and boolean fields may parse it."""
-
-    __slots__ = ()
-
-
-def _interpolate(
-    value: Any, path: KeyPath, env: Mapping[str, str], lines: LineMap, problems: list[str]
-) -> Any:
-    if isinstance(value, dict):
-        return {k: _interpolate(v, (*path, str(k)), env, lines, problems) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_interpolate(v, (*path, i), env, lines, problems) for i, v in enumerate(value)]
-    if not isinstance(value, str) or "$" not in value:
-        return value
-    found = False
-
-    def replace(match: re.Match[str]) -> str:
-        nonlocal found
-        if match.group(0) == "$${":
-            return "${"
-        found = True
-        name, default = match.group(1), match.group(2)
-        if not _ENV_NAME.fullmatch(name):
-            problems.append(
-                located(path, f"invalid environment variable name {name!r}", lines.of(path))
-            )
-            return ""
-        if name in env:
-            return env[name]
-        if default is not None:
-            return default
-        problems.append(located(path, f"environment variable {name} is not set", lines.of(path)))
-        return ""
-
-    text = _ENV_REF.sub(replace, value)
-    return _EnvStr(text) if found else text
-
-
 class _Mismatch(Exception):
     """A value of the wrong type; the message is rendered with the path by the reporter."""
 
@@ -216,13 +97,13 @@ def _describe(value: Any) -> str:
         return value.isoformat() + (
             "" if isinstance(value, datetime) else " (a date without a time)"
         )
-    return repr(str(value) if isinstance(value, _EnvStr) else value)
+    return shown(str(value) if isinstance(value, EnvStr) else value)
 
 
 def _structure_int(value: Any, _: Any) -> int:
     if type(value) is int:
         return value
-    if isinstance(value, _EnvStr) and _INT_TEXT.fullmatch(value.strip()):
+    if isinstance(value, EnvStr) and _INT_TEXT.fullmatch(value.strip()):
         return int(value)
     raise _Mismatch("int", value)
 
@@ -230,7 +111,7 @@ def _structure_int(value: Any, _: Any) -> int:
 def _structure_float(value: Any, _: Any) -> float:
     if type(value) in (int, float):
         return float(value)
-    if isinstance(value, _EnvStr):
+    if isinstance(value, EnvStr):
         try:
             return float(value)
         except ValueError:
@@ -241,7 +122,7 @@ def _structure_float(value: Any, _: Any) -> float:
 def _structure_bool(value: Any, _: Any) -> bool:
     if type(value) is bool:
         return value
-    if isinstance(value, _EnvStr) and value.strip().lower() in ("true", "false"):
+    if isinstance(value, EnvStr) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     raise _Mismatch("true or false", value)
 
@@ -259,7 +140,7 @@ def _structure_secret(value: Any, _: Any) -> Secret:
 
 
 def _structure_decimal(value: Any, _: Any) -> Decimal:
-    if type(value) in (int, float, str, _EnvStr):
+    if type(value) in (int, float, str, EnvStr):
         try:
             # str() first: Decimal(0.1) would carry the float's binary error into the money path.
             result = Decimal(str(value).strip())
@@ -321,26 +202,34 @@ def _make_converter() -> cattrs.Converter:
         return structure
 
     def dict_factory(type_: Any) -> Callable[[Any, Any], Any]:
-        inner = cattrs.cols.mapping_structure_factory(type_, conv)
+        args = get_args(type_)
+        key_type, value_type = args if len(args) == 2 else (Any, Any)
+        key_hook = conv.get_structure_hook(key_type)
+        value_hook = conv.get_structure_hook(value_type)
+
+        def one(pair: tuple[Any, Any]) -> tuple[Any, Any]:
+            return key_hook(pair[0], key_type), value_hook(pair[1], value_type)
 
         def structure(value: Any, t: Any) -> Any:
             if not isinstance(value, dict):
                 raise _Mismatch("a mapping", value)
-            return inner(value, t)
+            return dict(_bounded(((k, (k, v)) for k, v in value.items()), one, t))
 
         return structure
 
     def list_factory(type_: Any) -> Callable[[Any, Any], Any]:
         args = get_args(type_)
-        if get_origin(type_) is tuple and len(args) == 2 and args[1] is Ellipsis:
-            inner = cattrs.cols.homogenous_tuple_structure_factory(type_, conv)
-        else:
-            inner = cattrs.cols.list_structure_factory(type_, conv)
+        homogenous = len(args) == 2 and args[1] is Ellipsis
+        if get_origin(type_) is tuple and not homogenous:
+            return cattrs.cols.list_structure_factory(type_, conv)  # (unused by the configs)
+        item_type = args[0] if args else Any
+        item_hook = conv.get_structure_hook(item_type)
+        make = tuple if get_origin(type_) is tuple else list
 
         def structure(value: Any, t: Any) -> Any:
             if not isinstance(value, list):
                 raise _Mismatch("a list", value)
-            return inner(value, t)
+            return make(_bounded(enumerate(value), lambda v: item_hook(v, item_type), t))
 
         return structure
 
@@ -353,44 +242,48 @@ def _make_converter() -> cattrs.Converter:
 _CONVERTER: Final = _make_converter()
 
 
+_WRONG_ITEMS: Final = 20
+"""Wrong items (or unknown keys) of one list or mapping reported; the rest are counted."""
+
+
+class _Unchecked(Exception):
+    """The items of a collection left unchecked after _WRONG_ITEMS wrong ones."""
+
+
+def _bounded(items: Iterator[tuple[Any, Any]], one: Callable[[Any], Any], t: Any) -> list[Any]:
+    """one(item) for each (index, item); raises the first 20 failures together.
+
+    cattrs' own collection hooks collect every failure: half a million wrong items took 15 s
+    and 850 MB before a word was printed. Here the items after them are counted, not checked.
+    """
+    done: list[Any] = []
+    errors: list[Exception] = []
+    for index, item in items:
+        if len(errors) == _WRONG_ITEMS:
+            left = 1 + sum(1 for _ in items)
+            errors.append(
+                _Unchecked(f"{left} more items not checked after {_WRONG_ITEMS} wrong ones")
+            )
+            break
+        try:
+            done.append(one(item))
+        except Exception as exc:
+            exc.add_note(cattrs.IterableValidationNote(f"Structuring {t} @ {index!r}", index, t))
+            errors.append(exc)
+    if errors:
+        raise cattrs.IterableValidationError(f"While structuring {t!r}", errors, t)
+    return done
+
+
 def _unknown_key(key: str, cls: Any) -> str:
     """'unknown key', with the nearest valid key and the valid keys of its section."""
     try:
-        valid = sorted(_yaml_key(f.name) for f in attrs.fields(cls))
+        valid = sorted(_yaml_key(f.name) for f in attrs.fields(cls) if f.init)
     except (TypeError, attrs.exceptions.NotAnAttrsClassError):
         return "unknown key"
     near = difflib.get_close_matches(key, valid, n=1)
     hint = f" (did you mean {near[0]!r}?)" if near else ""
     return f"unknown key{hint}; expected one of: {', '.join(valid)}"
-
-
-def format_path(path: KeyPath) -> str:
-    """``strategies[0].params.levels`` from ("strategies", 0, "params", "levels")."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif re.fullmatch(r"[^.\[\]\s\"]+", part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part!r}]"
-    return out or "(top level)"
-
-
-def located(path: KeyPath, problem: str, line: int | None) -> str:
-    """One problem as `path: problem (line N)`."""
-    where = f" (line {line})" if line is not None else ""
-    return f"{format_path(path)}: {problem}{where}"
-
-
-def by_line(problems: list[str]) -> list[str]:
-    """Problems in file order; those without a line (whole-file problems) first."""
-
-    def line_of(problem: str) -> int:
-        found = re.search(r"\(line (\d+)\)$", problem)
-        return int(found.group(1)) if found else 0
-
-    return sorted(problems, key=line_of)
 
 
 def _report(
@@ -412,9 +305,15 @@ def _report(
     elif isinstance(exc, BaseExceptionGroup):
         children += [(member, path) for member in exc.exceptions]
     elif isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        for key in sorted(exc.extra_fields):
+        extra = sorted(
+            exc.extra_fields, key=lambda k: (lines.of((*path, k), key=True) or 0, str(k))
+        )
+        for key in extra[:_WRONG_ITEMS]:
             where = (*path, key)
             out.append(located(where, _unknown_key(key, exc.cl), lines.of(where, key=True)))
+        if len(extra) > _WRONG_ITEMS:
+            more = f"{len(extra) - _WRONG_ITEMS} more unknown keys"
+            out.append(located(path, more, lines.of(path)))
         return out
     elif isinstance(exc, KeyError):
         return [located(path, "required key is missing", lines.of(path))]
@@ -429,63 +328,21 @@ def _report(
     return out
 
 
-@attrs.define
-class Problems:
-    """Collects ``path: problem (line N)`` lines, looking lines up as it goes."""
-
-    lines: LineMap
-    found: list[str] = attrs.Factory(list)
-
-    def add(self, path: KeyPath, problem: str, *, key: bool = False) -> None:
-        """Record a problem at path (at its key's line with key=True)."""
-        self.found.append(located(path, problem, self.lines.of(path, key=key)))
-
-    def require(self, ok: bool, path: KeyPath, problem: str, *, key: bool = False) -> None:
-        """Record problem unless ok."""
-        if not ok:
-            self.add(path, problem, key=key)
-
-
-def read_yaml(text: str, *, source: str, env: Mapping[str, str]) -> tuple[dict[str, Any], LineMap]:
-    """The top-level mapping of a YAML text, interpolated from env, and its line map."""
-    problems: list[str] = []
-    lines = LineMap()
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is not None:
-            _index_nodes(node, (), lines, problems)
-        data = loader.construct_document(node) if node is not None else {}
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f" (line {mark.line + 1})" if mark is not None else ""
-        what = exc.problem or exc.context
-        raise ConfigProblems([f"{source}: not valid YAML: {what}{line}"]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigProblems([f"{source}: not valid YAML: {exc}"]) from None
-    finally:
-        loader.dispose()
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigProblems([f"{source}: expected a mapping of sections at the top level"])
-    data = _interpolate(data, (), env, lines, problems)
-    if problems:
-        raise ConfigProblems(by_line(problems))
-    return data, lines
-
-
 def structure(
     data: Any,
     cls: type[T],
     *,
     lines: LineMap | None = None,
     at: KeyPath = (),
-    secret_keys: Collection[str] = (),
+    secret_keys: Collection[str] = SECRET_KEYS,
 ) -> T:
-    """data as an instance of the attrs class cls, or ConfigProblems locating every error."""
+    """data as an instance of the attrs class cls, or ConfigProblems locating every error.
+
+    The values in lines.secrets are hidden from every problem line.
+    """
+    lines = lines or LineMap()
     try:
         return _CONVERTER.structure(data, cls)
     except Exception as exc:
-        found = _report(exc, at, lines or LineMap(), secret_keys)
-        raise ConfigProblems(by_line(found)) from None
+        found = _report(exc, at, lines, secret_keys)
+        raise ConfigProblems(by_line(found), secrets=lines.secrets) from None

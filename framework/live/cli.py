@@ -85,15 +85,16 @@ def check_main(argv: list[str]) -> int:
         return EXIT_FAILED
     venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
     strategies = ", ".join(f"{s.name} ({s.class_})" for s in config.strategies)
-    print(
-        f"ok: {args.config}: venue {venue}; pairs {', '.join(config.pairs)}; "
-        f"strategies {strategies}"
-    )
+    ok = f"ok: {args.config}: venue {venue}; pairs {', '.join(config.pairs)}; "
+    print(redact(ok + f"strategies {strategies}", config.secrets()))
     return EXIT_OK
 
 
 def build_problems(config: Config) -> list[str]:
-    """Build each strategy as live will, without a venue; one line per strategy that fails."""
+    """Build each strategy as live will, without a venue; one line per strategy that fails.
+
+    No secret value of the config is shown (a strategy's error may quote its params).
+    """
     from framework.engine.portfolio import Portfolio
     from framework.engine.strategy import BasicContext, load_strategy
     from framework.live.wallclock import WallClock
@@ -106,12 +107,13 @@ def build_problems(config: Config) -> list[str]:
         lambda strategy, name, every_s: None,
     )
     problems = []
+    secrets = config.secrets()
     for i, spec in enumerate(config.strategies):
         try:
             cls = load_strategy(spec.class_)
             cls(spec.name, context, spec.params, pairs=spec.pairs)
         except Exception as exc:
-            problems.append(f"strategies[{i}] ({spec.name}): {raised(exc)}")
+            problems.append(redact(f"strategies[{i}] ({spec.name}): {raised(exc)}", secrets))
     return problems
 
 
