@@ -43,7 +43,9 @@ Decisions where SPEC.md is silent:
 * WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
   signature (over ``str(timestamp)``) does not verify, whose timestamp is outside the window
   or which lacks pair/symbol is acknowledged with ``success: false`` and a reason in ``msg``,
-  and registers nothing. A text frame ``ping`` is answered ``pong``.
+  and registers nothing. So is any field of the wrong type (an apiKey that is a list, a pair
+  that is a number...): the ack echoes pair and symbol only when they are strings (else
+  null), and the socket stays open. A text frame ``ping`` is answered ``pong``.
 """
 
 from __future__ import annotations
@@ -455,7 +457,13 @@ class TwinApp:
 
         def refuse(reason: str) -> dict[str, Any]:
             self.counters.subscribe_refusals += 1
-            return wire.subscribe_ack(name, success=False, msg=reason, pair=pair, symbol=symbol)
+            return wire.subscribe_ack(
+                name,
+                success=False,
+                msg=reason,
+                pair=pair if isinstance(pair, str) else None,
+                symbol=symbol if isinstance(symbol, str) else None,
+            )
 
         if message.get("method") != "SUBSCRIBE":
             return refuse(render_message(2001, "method"))
