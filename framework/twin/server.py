@@ -8,7 +8,7 @@
         twin.step()                                     # or one tick of the price model
         twin.faults.configure(busy_rate=0.5)            # inject faults at run time
         twin.counters.busy_answers                      # and count them
-        twin.received_orders                            # (clientOrderId, payload) of orders read
+        twin.received_orders                            # (clientOrderId, payload) of signed orders read
         twin.executed_orders(api_key)                   # {clientOrderId: orderId} accepted
         twin.order_records(api_key).open_orders()       # order records (order management)
 
@@ -30,7 +30,6 @@ import contextlib
 import random
 import socket
 import time
-from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from decimal import Decimal
 from types import TracebackType
@@ -49,6 +48,7 @@ from framework.twin.faults import Faults
 from framework.twin.hub import Hub
 from framework.twin.order_index import OrderIndex
 from framework.twin.prices import RandomWalk, build_price_model
+from framework.twin.received_orders import ReceivedOrders
 from framework.twin.settings import TwinSettings
 from framework.venue.rules import settle_coin_of
 
@@ -209,10 +209,12 @@ class VenueTwin:
         return credentials.user_id
 
     @property
-    def received_orders(self) -> deque[tuple[str, bytes]]:
-        """(clientOrderId, order with sorted keys) of each order of each batchCreate read.
+    def received_orders(self) -> ReceivedOrders:
+        """(clientOrderId, order with sorted keys) of each order of each authenticated
+        batchCreate read.
 
-        Live, oldest first; only the newest ``received_orders_limit`` (100000) are kept.
+        Live, oldest first; only the newest ``received_orders_limit`` (100000) orders, and
+        ``received_orders_max_bytes`` (32 MiB) of them, are kept.
         """
         return self.app.received_orders
 

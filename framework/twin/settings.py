@@ -12,8 +12,10 @@ Memory bounds (each at least 1, 100000 by default): ``order_history_limit`` (com
 order records per account), ``match_history_limit`` (matches per account and pair, older
 ones no longer listed), ``client_id_history_limit`` (accepted clientOrderIds per account kept
 for the duplicate check and ``VenueTwin.executed_orders``) and ``received_orders_limit``
-(orders kept in ``VenueTwin.received_orders``). Whatever the twin keeps per order, match or
-request is bounded by one of them, so its memory stays flat over a long run.
+(orders kept in ``VenueTwin.received_orders``, also at most ``received_orders_max_bytes``,
+32 MiB by default). Whatever the twin keeps per order, match or request is bounded by one
+of them, so its memory stays flat over a long run. What one request may cost is bounded by
+``server`` (:class:`ServerSettings`: body size).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "FeeSettings",
     "PairSettings",
     "PriceSettings",
+    "ServerSettings",
     "TwinSettings",
     "load_settings",
     "settings_from_mapping",
@@ -172,6 +175,18 @@ class FaultSettings:
 
 
 @attrs.frozen(kw_only=True)
+class ServerSettings:
+    """Limits of the twin as an HTTP server: what one request may cost it.
+
+    ``max_body_bytes`` bounds a request body: a declared Content-Length above it is refused
+    with HTTP 413 before a byte of the body is read, and a chunked body as soon as it crosses
+    it. The default (64 KiB) holds 20 orders many times over (one is about 200 bytes).
+    """
+
+    max_body_bytes: int = attrs.field(default=65_536, validator=_at_least_one)
+
+
+@attrs.frozen(kw_only=True)
 class TwinSettings:
     """Everything the twin needs to run; the defaults give a working two-pair USD venue."""
 
@@ -216,8 +231,12 @@ class TwinSettings:
     # ground truth (VenueTwin.executed_orders); an id no longer remembered here nor by an
     # order record is accepted again (framework/twin/admission.py).
     client_id_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
-    # Orders of batchCreate bodies kept in VenueTwin.received_orders (whole twin).
+    # Orders of authenticated batchCreate bodies kept in VenueTwin.received_orders (whole
+    # twin), at most this many and this many bytes (framework/twin/received_orders.py).
     received_orders_limit: int = attrs.field(default=100_000, validator=_at_least_one)
+    received_orders_max_bytes: int = attrs.field(default=33_554_432, validator=_at_least_one)
+    # Request sizes and timeouts of the server (ServerSettings).
+    server: ServerSettings = ServerSettings()
 
     def __attrs_post_init__(self) -> None:
         """Check what no single field can: pair names, unique keys and ids."""

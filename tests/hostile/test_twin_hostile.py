@@ -7,6 +7,7 @@ kept nothing of what it refused. Every wait is bounded (``eventually`` or ``asyn
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,11 +17,13 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from framework.twin import VenueTwin
 from tests.twin.twin_client import (
+    OTHER_KEY,
     TRADER_API_KEY,
     TRADER_KEY,
     Clock,
     TwinClient,
     eth_sign,
+    order,
     recv_json,
     settings,
 )
@@ -122,3 +125,151 @@ async def test_every_malformed_subscribe_gets_a_refusal_ack_and_the_socket_lives
 async def _refusal(ws: ClientConnection, text: str) -> dict[str, Any]:
     await ws.send(text)
     return await recv_json(ws)
+
+
+# -- REST bodies -------------------------------------------------------------------------------
+
+BATCH_PATH = "/api/third/hot/order/batchCreate"
+BALANCE_PATH = "/api/third/hot/order/balance"
+_BAD_SIGNATURE = "0x" + "11" * 65  # well formed, verifies for nobody
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, Any]]:
+    """The status and the JSON body of one HTTP/1.1 response with a Content-Length."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:] if line)
+    body = await reader.readexactly(int(headers["content-length"]))
+    return status, orjson.loads(body)
+
+
+async def _send(
+    port: int, head: str, body: bytes = b"", *, timeout: float = 5.0
+) -> tuple[int, dict[str, Any]]:
+    """Send a request head and (part of) a body on a new connection; read the answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        async with asyncio.timeout(timeout):
+            writer.write(head.encode("latin-1") + b"\r\n" + body)
+            await writer.drain()
+            return await _read_response(reader)
+    finally:
+        writer.close()
+
+
+def _head(path: str, headers: dict[str, str]) -> str:
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def _orders_body(client: TwinClient, count: int, padding: int = 0) -> bytes:
+    orders = [{**order(f"h{i}"), "pad": "x" * padding} for i in range(count)]
+    return orjson.dumps({"orders": orders, "timestamp": client.stamp()})
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"APIKEY": "st_nobody", "signature": _BAD_SIGNATURE},
+        {"APIKEY": TRADER_API_KEY},
+        {"APIKEY": TRADER_API_KEY, "signature": _BAD_SIGNATURE, "X-SAPI-SIGN-TYPE": "1"},
+    ],
+    ids=["unsigned", "unknown-key", "no-signature", "no-key-for-sign-type"],
+)
+async def test_a_body_that_cannot_verify_is_refused_before_it_is_read(
+    twin: VenueTwin, clock: Clock, headers: dict[str, str]
+) -> None:
+    body = _orders_body(signer(clock), 20)
+    # 60000 bytes declared (under the limit), 1/30 of them sent: the answer cannot wait for
+    # the rest, so the twin answered from the headers alone.
+    head = _head(BATCH_PATH, {**headers, "Content-Length": "60000"})
+    status, answer = await _send(twin.port, head, body[:2000])
+    assert status == 401
+    assert (answer["error"], answer["code"]) == (True, 401)
+    assert answer["msg"].startswith("Unauthorized: ")
+    assert len(twin.received_orders) == 0 and twin.received_orders.nbytes == 0
+
+
+async def test_a_declared_oversize_body_is_refused_413_unread(
+    twin: VenueTwin, clock: Clock
+) -> None:
+    client = signer(clock)
+    headers = {"APIKEY": TRADER_API_KEY, "signature": _BAD_SIGNATURE, "X-SAPI-SIGN-TYPE": "2"}
+    head = _head(BATCH_PATH, {**headers, "Content-Length": "50000000"})
+    status, answer = await _send(twin.port, head, _orders_body(client, 20)[:2000])
+    assert status == 413
+    assert (answer["error"], answer["code"], answer["data"]) == (True, 413, None)
+    assert answer["msg"] == (
+        "Request Entity Too Large: a body of 50000000 bytes,"
+        " more than server.max_body_bytes (65536)"
+    )
+    # the query paths take no body: a declared one above the bound is refused as well
+    head = _head(f"{BALANCE_PATH}?symbol=USD", {**headers, "Content-Length": "50000000"})
+    status, answer = await _send(twin.port, head, b"x" * 2000)
+    assert (status, answer["code"]) == (413, 413)
+    assert twin.counters.bodies_too_large == 2
+    assert len(twin.received_orders) == 0
+
+
+async def test_a_chunked_body_is_refused_413_as_it_crosses_the_bound(
+    twin: VenueTwin, clock: Clock
+) -> None:
+    client = signer(clock)
+    body = _orders_body(client, 20, padding=5000)  # about 100 KB
+    headers = {
+        "APIKEY": TRADER_API_KEY,
+        "signature": client.sign(body.decode()),
+        "Transfer-Encoding": "chunked",
+    }
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(body[i : i + 8192]), body[i : i + 8192])
+        for i in range(0, len(body), 8192)
+    )  # never the last (empty) chunk: the body never ends
+    status, answer = await _send(twin.port, _head(BATCH_PATH, headers), chunks)
+    assert (status, answer["code"]) == (413, 413)
+    assert answer["msg"].endswith("a chunked body, more than server.max_body_bytes (65536)")
+    assert len(twin.received_orders) == 0
+
+
+async def test_nothing_is_kept_of_a_body_whose_signature_fails(
+    twin: VenueTwin, clock: Clock
+) -> None:
+    client = signer(clock)
+    body = _orders_body(client, 20)
+    forged = {"APIKEY": TRADER_API_KEY, "signature": eth_sign(OTHER_KEY, body.decode())}
+    for headers in (forged, {**forged, "signature": _BAD_SIGNATURE}, {}):
+        head = _head(BATCH_PATH, {**headers, "Content-Length": str(len(body))})
+        status, answer = await _send(twin.port, head, body)
+        assert (status, answer["code"]) == (401, 401)
+    assert len(twin.received_orders) == 0 and twin.received_orders.nbytes == 0
+    signed = {"APIKEY": TRADER_API_KEY, "signature": client.sign(body.decode())}
+    head = _head(BATCH_PATH, {**signed, "Content-Length": str(len(body))})
+    status, answer = await _send(twin.port, head, body)
+    assert (status, answer["code"]) == (200, 200)
+    assert [cid for cid, _ in twin.received_orders] == [f"h{i}" for i in range(20)]
+
+
+async def test_received_orders_are_bounded_in_bytes(clock: Clock) -> None:
+    bound = 5000
+    changes = {"received_orders_max_bytes": bound}
+    async with VenueTwin(settings(**changes), port=0, clock=clock) as twin:
+        client = signer(clock)
+        for batch in range(6):
+            orders = [{**order(f"b{batch}-{i}"), "pad": "y" * 1000} for i in range(2)]
+            body = orjson.dumps({"orders": orders, "timestamp": client.stamp()})
+            head = _head(
+                BATCH_PATH,
+                {
+                    "APIKEY": TRADER_API_KEY,
+                    "signature": client.sign(body.decode()),
+                    "Content-Length": str(len(body)),
+                },
+            )
+            assert (await _send(twin.port, head, body))[0] == 200
+        kept = twin.received_orders
+        assert 0 < kept.nbytes <= bound
+        assert sum(len(c) + len(p) for c, p in kept) == kept.nbytes
+        assert [c for c, _ in kept] == ["b4-0", "b4-1", "b5-0", "b5-1"]  # the newest
