@@ -7,8 +7,10 @@ Decisions where SPEC.md is silent:
   accepted too. Bodies of query endpoints are ignored.
 * HTTP 200 carries every envelope, success or venue error; HTTP 401 carries the envelope
   ``{"error": true, "code": 401, "msg": "Unauthorized: <reason>"}`` for a missing or unknown
-  APIKEY, a missing signature or one that does not verify. ``Accept-Language`` is ignored
-  (texts are SPEC section 7's English ones). ``sid`` counts responses from 1.
+  APIKEY, a missing signature or one that does not verify. HTTP 413, 408 and 431 (body too
+  large, request too slow, headers too large: :mod:`framework.twin.http_protocol`) carry
+  the same envelope with their status as code. ``Accept-Language`` is ignored (texts are
+  SPEC section 7's English ones). ``sid`` counts responses from 1.
 * Checks run: faults (latency, 503, 2329), authentication, timestamp (missing: 2002 on
   batchCreate and balance, 2001 on the list endpoints, whose only listed code is 2001;
   malformed or outside the window: ``2001 Illegal parameter:timestamp``), then the call.
@@ -18,8 +20,8 @@ Decisions where SPEC.md is silent:
   without reading the body (nothing executes). Then what the headers say: a declared body
   above ``server.max_body_bytes`` (64 KiB) is answered HTTP 413 ``{"error": true, "code":
   413, "msg": "Request Entity Too Large: a body of N bytes, more than
-  server.max_body_bytes (65536)", ...}`` without reading it (a chunked body: as soon as it
-  crosses the bound), on every path. A request whose signature cannot verify from its
+  server.max_body_bytes (65536)", ...}`` without reading it, on every path (a chunked
+  batchCreate body: as soon as it crosses the bound). A request whose signature cannot verify from its
   headers alone (no or unknown APIKEY, no signature, a sign type without a registered key)
   is not read at all; it gets its 401 after the fault checks above. Otherwise the body is
   read and verified; only when it verifies and is JSON is every order object with a string
@@ -160,9 +162,13 @@ class TwinApp:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _answer(self, code: int, msg: str, data: Any, status: int = 200) -> Response:
+    def envelope_bytes(self, code: int, msg: str, data: Any = None) -> bytes:
+        """The REST envelope with the next sid, serialized (also for the server's own 408/431)."""
         self._sid += 1
-        body = orjson.dumps(wire.envelope(code, msg, data, self._sid))
+        return orjson.dumps(wire.envelope(code, msg, data, self._sid))
+
+    def _answer(self, code: int, msg: str, data: Any, status: int = 200) -> Response:
+        body = self.envelope_bytes(code, msg, data)
         return Response(body, status_code=status, media_type="application/json")
 
     async def _pre(self, request: Request) -> Response | None:

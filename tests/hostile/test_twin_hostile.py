@@ -8,14 +8,17 @@ kept nothing of what it refused. Every wait is bounded (``eventually`` or ``asyn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from framework.twin import VenueTwin
+from framework.twin.settings import ServerSettings
 from tests.twin.twin_client import (
     OTHER_KEY,
     TRADER_API_KEY,
@@ -273,3 +276,124 @@ async def test_received_orders_are_bounded_in_bytes(clock: Clock) -> None:
         assert 0 < kept.nbytes <= bound
         assert sum(len(c) + len(p) for c, p in kept) == kept.nbytes
         assert [c for c, _ in kept] == ["b4-0", "b4-1", "b5-0", "b5-1"]  # the newest
+
+
+# -- connections -------------------------------------------------------------------------------
+
+_QUICK = ServerSettings(header_timeout=0.5, body_timeout=0.5, keep_alive_timeout=1)
+
+
+async def _until_closed(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+    """Everything the twin sends until it closes the connection (a reset counts as closed)."""
+    received = b""
+    try:
+        while chunk := await reader.read(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    writer.close()
+    return received
+
+
+async def _trickle(writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+    """One header byte every 0.1 s (the pace is the attack) until the twin closes."""
+    writer.write(b"POST /api/third/hot/order/balance HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+    with contextlib.suppress(ConnectionError):
+        while not reader.at_eof() and not writer.is_closing():
+            writer.write(b"a")
+            await writer.drain()
+            await asyncio.sleep(0.1)
+
+
+def _status_of(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+
+
+async def test_idle_half_sent_and_trickling_connections_are_closed(clock: Clock) -> None:
+    client = signer(clock)
+    signed = {"APIKEY": TRADER_API_KEY, "signature": _BAD_SIGNATURE, "Content-Length": "1000"}
+    starts = {
+        "idle": b"",
+        "half-headers": b"POST /api/third/hot/order/balance HTTP/1.1\r\nHost: 127",
+        "half-body": _head(BATCH_PATH, signed).encode() + b"\r\n" + b'{"orders":[',
+        "unsigned-half-body": _head(BATCH_PATH, {"Content-Length": "1000"}).encode() + b"\r\n{",
+        "trickle": b"",
+    }
+    async with VenueTwin(settings(server=_QUICK), port=0, clock=clock) as twin:
+        kinds = [kind for kind in starts for _ in range(32)]  # 160 connections
+        connections = [await asyncio.open_connection("127.0.0.1", twin.port) for _ in kinds]
+        tricklers = []
+        for kind, (reader, writer) in zip(kinds, connections, strict=True):
+            writer.write(starts[kind])
+            if kind == "trickle":
+                tricklers.append(asyncio.create_task(_trickle(writer, reader)))
+        async with asyncio.timeout(20):  # a bound on the test, far above the deadlines
+            answers = await asyncio.gather(*(_until_closed(r, w) for r, w in connections))
+            await asyncio.gather(*tricklers)
+        statuses = {kind: set() for kind in starts}
+        for kind, answer in zip(kinds, answers, strict=True):
+            statuses[kind].add(_status_of(answer))
+        assert statuses["idle"] == {0}  # closed without a word: nothing was asked
+        assert statuses["half-headers"] == {408}
+        assert statuses["half-body"] == {408}
+        assert statuses["unsigned-half-body"] == {401}  # answered at once, then closed
+        assert statuses["trickle"] <= {0, 408}
+        assert twin.counters.connections_timed_out == 160
+        assert len(twin.received_orders) == 0
+        # and the twin still serves
+        head = _head(f"{BALANCE_PATH}?symbol=USD", {"Content-Length": "0"})
+        assert (await _send(twin.port, head))[0] == 401
+        del client
+
+
+async def test_a_timeout_answer_is_the_venue_error_envelope(clock: Clock) -> None:
+    async with VenueTwin(settings(server=_QUICK), port=0, clock=clock) as twin:
+        reader, writer = await asyncio.open_connection("127.0.0.1", twin.port)
+        writer.write(b"POST /api/third/hot/order/balance HTTP/1.1\r\nHost: 1")
+        async with asyncio.timeout(10):
+            status, answer = await _read_response(reader)
+            assert await _until_closed(reader, writer) == b""
+        assert status == 408
+        assert (answer["error"], answer["code"], answer["data"]) == (True, 408, None)
+        assert answer["msg"] == (
+            "Request Timeout: headers not complete within server.header_timeout (0.5 s)"
+        )
+
+
+async def test_oversize_headers_are_refused_431(twin: VenueTwin) -> None:
+    head = _head(f"{BALANCE_PATH}?symbol=USD", {"X-Pad": "a" * 20_000, "Content-Length": "0"})
+    status, answer = await _send(twin.port, head)
+    assert (status, answer["code"]) == (431, 431)
+    assert answer["msg"] == (
+        "Request Header Fields Too Large: more than server.max_header_bytes (16384)"
+    )
+    assert twin.counters.headers_too_large == 1
+
+
+async def test_a_websocket_message_above_the_bound_closes_the_socket_1009(
+    twin: VenueTwin, clock: Clock
+) -> None:
+    client = signer(clock)
+    message = orjson.loads(client.subscribe_message("api_position", pair="ETH-USD"))
+    async with connect(twin.ws_url) as ws:
+        await ws.send(orjson.dumps({**message, "pad": "p" * 70_000}).decode())
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 5)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+    assert twin.counters.subscribe_refusals == 0
+
+
+async def test_an_oversize_websocket_handshake_is_refused_431(twin: VenueTwin) -> None:
+    path = twin.ws_url.split(str(twin.port), 1)[1]
+    headers = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "X-Pad": "a" * 20_000,
+    }
+    head = "\r\n".join([f"GET {path} HTTP/1.1", "Host: 127.0.0.1"])
+    head += "".join(f"\r\n{name}: {value}" for name, value in headers.items()) + "\r\n"
+    status, answer = await _send(twin.port, head)
+    assert (status, answer["code"]) == (431, 431)
+    assert twin.counters.ws_connections == 0
