@@ -2,13 +2,14 @@
 
 Each test sends what an attacker or a broken client would and checks the twin's answer is
 one clear refusal (a status and the venue's error envelope, or a refusal ack) and that it
-kept nothing of what it refused. Every wait is bounded (``eventually`` or ``asyncio.timeout``).
+kept nothing of what it refused. Every wait is bounded by ``asyncio.timeout``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +21,8 @@ from websockets.exceptions import ConnectionClosed
 from framework.twin import VenueTwin
 from framework.twin.settings import ServerSettings
 from tests.twin.twin_client import (
+    BALANCE,
+    BATCH,
     OTHER_KEY,
     TRADER_API_KEY,
     TRADER_KEY,
@@ -37,27 +40,16 @@ _ABSENT: Any = object()
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """The twin runs on asyncio (uvicorn)."""
-    return "asyncio"
-
-
-@pytest.fixture
-def clock() -> Clock:
-    """The twin's and the clients' clock, moved by hand."""
-    return Clock()
-
-
-@pytest.fixture
-async def twin(clock: Clock) -> AsyncIterator[VenueTwin]:
-    """A twin with the test accounts on a free port."""
-    async with VenueTwin(settings(), port=0, clock=clock) as running:
+async def twin() -> AsyncIterator[VenueTwin]:
+    """A twin with the test accounts on a free port; its clock (a Clock) stands still."""
+    async with VenueTwin(settings(), port=0, clock=Clock()) as running:
         yield running
 
 
-def signer(clock: Clock) -> TwinClient:
-    """A client that only signs (its http client is never used here)."""
-    return TwinClient(None, TRADER_API_KEY, lambda t: eth_sign(TRADER_KEY, t), clock)  # type: ignore[arg-type]
+def signer(twin: VenueTwin) -> TwinClient:
+    """The trader's client, only to sign (its http client is never used here)."""
+    sign = functools.partial(eth_sign, TRADER_KEY)
+    return TwinClient(None, TRADER_API_KEY, sign, twin.clock)  # type: ignore[arg-type]
 
 
 # -- WebSocket ---------------------------------------------------------------------------------
@@ -102,9 +94,9 @@ _NOT_A_SUBSCRIBE = [
 
 
 async def test_every_malformed_subscribe_gets_a_refusal_ack_and_the_socket_lives(
-    twin: VenueTwin, clock: Clock
+    twin: VenueTwin,
 ) -> None:
-    client = signer(clock)
+    client = signer(twin)
     base = orjson.loads(client.subscribe_message("api_position", pair="ETH-USD"))
     malformed = _variants(base)
     async with connect(twin.ws_url) as ws:
@@ -132,8 +124,6 @@ async def _refusal(ws: ClientConnection, text: str) -> dict[str, Any]:
 
 # -- REST bodies -------------------------------------------------------------------------------
 
-BATCH_PATH = "/api/third/hot/order/batchCreate"
-BALANCE_PATH = "/api/third/hot/order/balance"
 _BAD_SIGNATURE = "0x" + "11" * 65  # well formed, verifies for nobody
 
 
@@ -183,12 +173,12 @@ def _orders_body(client: TwinClient, count: int, padding: int = 0) -> bytes:
     ids=["unsigned", "unknown-key", "no-signature", "no-key-for-sign-type"],
 )
 async def test_a_body_that_cannot_verify_is_refused_before_it_is_read(
-    twin: VenueTwin, clock: Clock, headers: dict[str, str]
+    twin: VenueTwin, headers: dict[str, str]
 ) -> None:
-    body = _orders_body(signer(clock), 20)
+    body = _orders_body(signer(twin), 20)
     # 60000 bytes declared (under the limit), 1/30 of them sent: the answer cannot wait for
     # the rest, so the twin answered from the headers alone.
-    head = _head(BATCH_PATH, {**headers, "Content-Length": "60000"})
+    head = _head(BATCH, {**headers, "Content-Length": "60000"})
     status, answer = await _send(twin.port, head, body[:2000])
     assert status == 401
     assert (answer["error"], answer["code"]) == (True, 401)
@@ -197,11 +187,11 @@ async def test_a_body_that_cannot_verify_is_refused_before_it_is_read(
 
 
 async def test_a_declared_oversize_body_is_refused_413_unread(
-    twin: VenueTwin, clock: Clock
+    twin: VenueTwin,
 ) -> None:
-    client = signer(clock)
+    client = signer(twin)
     headers = {"APIKEY": TRADER_API_KEY, "signature": _BAD_SIGNATURE, "X-SAPI-SIGN-TYPE": "2"}
-    head = _head(BATCH_PATH, {**headers, "Content-Length": "50000000"})
+    head = _head(BATCH, {**headers, "Content-Length": "50000000"})
     status, answer = await _send(twin.port, head, _orders_body(client, 20)[:2000])
     assert status == 413
     assert (answer["error"], answer["code"], answer["data"]) == (True, 413, None)
@@ -210,7 +200,7 @@ async def test_a_declared_oversize_body_is_refused_413_unread(
         " more than server.max_body_bytes (65536)"
     )
     # the query paths take no body: a declared one above the bound is refused as well
-    head = _head(f"{BALANCE_PATH}?symbol=USD", {**headers, "Content-Length": "50000000"})
+    head = _head(f"{BALANCE}?symbol=USD", {**headers, "Content-Length": "50000000"})
     status, answer = await _send(twin.port, head, b"x" * 2000)
     assert (status, answer["code"]) == (413, 413)
     assert twin.counters.bodies_too_large == 2
@@ -218,9 +208,9 @@ async def test_a_declared_oversize_body_is_refused_413_unread(
 
 
 async def test_a_chunked_body_is_refused_413_as_it_crosses_the_bound(
-    twin: VenueTwin, clock: Clock
+    twin: VenueTwin,
 ) -> None:
-    client = signer(clock)
+    client = signer(twin)
     body = _orders_body(client, 20, padding=5000)  # about 100 KB
     headers = {
         "APIKEY": TRADER_API_KEY,
@@ -231,40 +221,40 @@ async def test_a_chunked_body_is_refused_413_as_it_crosses_the_bound(
         b"%x\r\n%s\r\n" % (len(body[i : i + 8192]), body[i : i + 8192])
         for i in range(0, len(body), 8192)
     )  # never the last (empty) chunk: the body never ends
-    status, answer = await _send(twin.port, _head(BATCH_PATH, headers), chunks)
+    status, answer = await _send(twin.port, _head(BATCH, headers), chunks)
     assert (status, answer["code"]) == (413, 413)
     assert answer["msg"].endswith("a chunked body, more than server.max_body_bytes (65536)")
     assert len(twin.received_orders) == 0
 
 
 async def test_nothing_is_kept_of_a_body_whose_signature_fails(
-    twin: VenueTwin, clock: Clock
+    twin: VenueTwin,
 ) -> None:
-    client = signer(clock)
+    client = signer(twin)
     body = _orders_body(client, 20)
     forged = {"APIKEY": TRADER_API_KEY, "signature": eth_sign(OTHER_KEY, body.decode())}
     for headers in (forged, {**forged, "signature": _BAD_SIGNATURE}, {}):
-        head = _head(BATCH_PATH, {**headers, "Content-Length": str(len(body))})
+        head = _head(BATCH, {**headers, "Content-Length": str(len(body))})
         status, answer = await _send(twin.port, head, body)
         assert (status, answer["code"]) == (401, 401)
     assert len(twin.received_orders) == 0 and twin.received_orders.nbytes == 0
     signed = {"APIKEY": TRADER_API_KEY, "signature": client.sign(body.decode())}
-    head = _head(BATCH_PATH, {**signed, "Content-Length": str(len(body))})
+    head = _head(BATCH, {**signed, "Content-Length": str(len(body))})
     status, answer = await _send(twin.port, head, body)
     assert (status, answer["code"]) == (200, 200)
     assert [cid for cid, _ in twin.received_orders] == [f"h{i}" for i in range(20)]
 
 
-async def test_received_orders_are_bounded_in_bytes(clock: Clock) -> None:
+async def test_received_orders_are_bounded_in_bytes() -> None:
     bound = 5000
     changes = {"received_orders_max_bytes": bound}
-    async with VenueTwin(settings(**changes), port=0, clock=clock) as twin:
-        client = signer(clock)
+    async with VenueTwin(settings(**changes), port=0, clock=Clock()) as twin:
+        client = signer(twin)
         for batch in range(6):
             orders = [{**order(f"b{batch}-{i}"), "pad": "y" * 1000} for i in range(2)]
             body = orjson.dumps({"orders": orders, "timestamp": client.stamp()})
             head = _head(
-                BATCH_PATH,
+                BATCH,
                 {
                     "APIKEY": TRADER_API_KEY,
                     "signature": client.sign(body.decode()),
@@ -309,17 +299,16 @@ def _status_of(answer: bytes) -> int:
     return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
 
 
-async def test_idle_half_sent_and_trickling_connections_are_closed(clock: Clock) -> None:
-    client = signer(clock)
+async def test_idle_half_sent_and_trickling_connections_are_closed() -> None:
     signed = {"APIKEY": TRADER_API_KEY, "signature": _BAD_SIGNATURE, "Content-Length": "1000"}
     starts = {
         "idle": b"",
         "half-headers": b"POST /api/third/hot/order/balance HTTP/1.1\r\nHost: 127",
-        "half-body": _head(BATCH_PATH, signed).encode() + b"\r\n" + b'{"orders":[',
-        "unsigned-half-body": _head(BATCH_PATH, {"Content-Length": "1000"}).encode() + b"\r\n{",
+        "half-body": _head(BATCH, signed).encode() + b"\r\n" + b'{"orders":[',
+        "unsigned-half-body": _head(BATCH, {"Content-Length": "1000"}).encode() + b"\r\n{",
         "trickle": b"",
     }
-    async with VenueTwin(settings(server=_QUICK), port=0, clock=clock) as twin:
+    async with VenueTwin(settings(server=_QUICK), port=0, clock=Clock()) as twin:
         kinds = [kind for kind in starts for _ in range(32)]  # 160 connections
         connections = [await asyncio.open_connection("127.0.0.1", twin.port) for _ in kinds]
         tricklers = []
@@ -341,13 +330,12 @@ async def test_idle_half_sent_and_trickling_connections_are_closed(clock: Clock)
         assert twin.counters.connections_timed_out == 160
         assert len(twin.received_orders) == 0
         # and the twin still serves
-        head = _head(f"{BALANCE_PATH}?symbol=USD", {"Content-Length": "0"})
+        head = _head(f"{BALANCE}?symbol=USD", {"Content-Length": "0"})
         assert (await _send(twin.port, head))[0] == 401
-        del client
 
 
-async def test_a_timeout_answer_is_the_venue_error_envelope(clock: Clock) -> None:
-    async with VenueTwin(settings(server=_QUICK), port=0, clock=clock) as twin:
+async def test_a_timeout_answer_is_the_venue_error_envelope() -> None:
+    async with VenueTwin(settings(server=_QUICK), port=0, clock=Clock()) as twin:
         reader, writer = await asyncio.open_connection("127.0.0.1", twin.port)
         writer.write(b"POST /api/third/hot/order/balance HTTP/1.1\r\nHost: 1")
         async with asyncio.timeout(10):
@@ -361,7 +349,7 @@ async def test_a_timeout_answer_is_the_venue_error_envelope(clock: Clock) -> Non
 
 
 async def test_oversize_headers_are_refused_431(twin: VenueTwin) -> None:
-    head = _head(f"{BALANCE_PATH}?symbol=USD", {"X-Pad": "a" * 20_000, "Content-Length": "0"})
+    head = _head(f"{BALANCE}?symbol=USD", {"X-Pad": "a" * 20_000, "Content-Length": "0"})
     status, answer = await _send(twin.port, head)
     assert (status, answer["code"]) == (431, 431)
     assert answer["msg"] == (
@@ -371,9 +359,9 @@ async def test_oversize_headers_are_refused_431(twin: VenueTwin) -> None:
 
 
 async def test_a_websocket_message_above_the_bound_closes_the_socket_1009(
-    twin: VenueTwin, clock: Clock
+    twin: VenueTwin,
 ) -> None:
-    client = signer(clock)
+    client = signer(twin)
     message = orjson.loads(client.subscribe_message("api_position", pair="ETH-USD"))
     async with connect(twin.ws_url) as ws:
         await ws.send(orjson.dumps({**message, "pad": "p" * 70_000}).decode())
