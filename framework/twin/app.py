@@ -21,13 +21,14 @@ Decisions where SPEC.md is silent:
   above ``server.max_body_bytes`` (64 KiB) is answered HTTP 413 ``{"error": true, "code":
   413, "msg": "Request Entity Too Large: a body of N bytes, more than
   server.max_body_bytes (65536)", ...}`` without reading it, on every path (a chunked
-  batchCreate body: as soon as it crosses the bound). A request whose signature cannot verify from its
-  headers alone (no or unknown APIKEY, no signature, a sign type without a registered key)
-  is not read at all; it gets its 401 after the fault checks above. Otherwise the body is
-  read and verified; only when it verifies and is JSON is every order object with a string
-  clientOrderId recorded in ``received_orders`` as (clientOrderId, the object
-  re-serialized with sorted keys), whatever happens next (bounded: see
-  :mod:`framework.twin.received_orders`). Nothing of a refused request is kept.
+  batchCreate body: as soon as it crosses the bound). A request whose signature cannot
+  verify from its headers alone (no or unknown APIKEY, no signature, a sign type without a
+  registered key) is not read at all; it gets its 401 after the fault checks above.
+  Otherwise the body is read and verified; only when it verifies and is JSON is every
+  order object with a string clientOrderId recorded in ``received_orders`` as
+  (clientOrderId, the object re-serialized with sorted keys), whatever happens next
+  (bounded: see :mod:`framework.twin.received_orders`). Nothing of a refused request is
+  kept.
 * batchCreate, after executing (orders placed, fills made, pushes published): the
   drop_response fault closes the connection without an answer; error_after_accept answers
   HTTP ``error_after_accept_status`` with ``{"error": true, "code": <status>, "msg":

@@ -8,7 +8,7 @@
         twin.step()                                     # or one tick of the price model
         twin.faults.configure(busy_rate=0.5)            # inject faults at run time
         twin.counters.busy_answers                      # and count them
-        twin.received_orders                            # (clientOrderId, payload) of signed orders read
+        twin.received_orders                            # (clientOrderId, payload) of orders read
         twin.executed_orders(api_key)                   # {clientOrderId: orderId} accepted
         twin.order_records(api_key).open_orders()       # order records (order management)
 
