@@ -7,18 +7,28 @@ Decisions where SPEC.md is silent:
   accepted too. Bodies of query endpoints are ignored.
 * HTTP 200 carries every envelope, success or venue error; HTTP 401 carries the envelope
   ``{"error": true, "code": 401, "msg": "Unauthorized: <reason>"}`` for a missing or unknown
-  APIKEY, a missing signature or one that does not verify. ``Accept-Language`` is ignored
-  (texts are SPEC section 7's English ones). ``sid`` counts responses from 1.
+  APIKEY, a missing signature or one that does not verify. HTTP 413, 408 and 431 (body too
+  large, request too slow, headers too large: :mod:`framework.twin.http_protocol`) carry
+  the same envelope with their status as code. ``Accept-Language`` is ignored (texts are
+  SPEC section 7's English ones). ``sid`` counts responses from 1.
 * Checks run: faults (latency, 503, 2329), authentication, timestamp (missing: 2002 on
   batchCreate and balance, 2001 on the list endpoints, whose only listed code is 2001;
   malformed or outside the window: ``2001 Illegal parameter:timestamp``), then the call.
   A 503 fault answer is the text ``Service Unavailable``, or with ``unavailable_envelope``
   the envelope ``{"error": true, "code": 503, "msg": "Service Unavailable", ...}``.
 * batchCreate, before those checks: the reset_before_read fault closes the connection
-  without reading the body (nothing executes); otherwise the body is read and, when it is
-  JSON, every order object with a string clientOrderId is recorded in ``received_orders``
-  as (clientOrderId, the object re-serialized with sorted keys), whatever happens next.
-  Only the newest ``received_orders_limit`` (100000) are kept (a deque, oldest dropped).
+  without reading the body (nothing executes). Then what the headers say: a declared body
+  above ``server.max_body_bytes`` (64 KiB) is answered HTTP 413 ``{"error": true, "code":
+  413, "msg": "Request Entity Too Large: a body of N bytes, more than
+  server.max_body_bytes (65536)", ...}`` without reading it, on every path (a chunked
+  batchCreate body: as soon as it crosses the bound). A request whose signature cannot
+  verify from its headers alone (no or unknown APIKEY, no signature, a sign type without a
+  registered key) is not read at all; it gets its 401 after the fault checks above.
+  Otherwise the body is read and verified; only when it verifies and is JSON is every
+  order object with a string clientOrderId recorded in ``received_orders`` as
+  (clientOrderId, the object re-serialized with sorted keys), whatever happens next
+  (bounded: see :mod:`framework.twin.received_orders`). Nothing of a refused request is
+  kept.
 * batchCreate, after executing (orders placed, fills made, pushes published): the
   drop_response fault closes the connection without an answer; error_after_accept answers
   HTTP ``error_after_accept_status`` with ``{"error": true, "code": <status>, "msg":
@@ -43,14 +53,15 @@ Decisions where SPEC.md is silent:
 * WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
   signature (over ``str(timestamp)``) does not verify, whose timestamp is outside the window
   or which lacks pair/symbol is acknowledged with ``success: false`` and a reason in ``msg``,
-  and registers nothing. A text frame ``ping`` is answered ``pong``.
+  and registers nothing. So is any field of the wrong type (an apiKey that is a list, a pair
+  that is a number...): the ack echoes pair and symbol only when they are strings (else
+  null), and the socket stays open. A text frame ``ping`` is answered ``pong``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -58,7 +69,7 @@ from urllib.parse import parse_qsl, unquote
 
 import orjson
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -78,6 +89,7 @@ from framework.twin.hub import Connection, Hub
 from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement
 from framework.twin.orders import parse_orders
 from framework.twin.params import Refused, page
+from framework.twin.received_orders import ReceivedOrders
 from framework.twin.settings import TwinSettings
 from framework.venue.errors import render_message
 
@@ -123,11 +135,11 @@ class TwinApp:
         self.counters = counters
         self.clock = clock
         self.aborter = aborter
-        self.received_orders: deque[tuple[str, bytes]] = deque(
-            maxlen=settings.received_orders_limit
+        self.received_orders = ReceivedOrders(
+            limit=settings.received_orders_limit, max_bytes=settings.received_orders_max_bytes
         )
-        """(clientOrderId, order re-serialized with sorted keys) of the batchCreate bodies read:
-        the newest received_orders_limit orders."""
+        """(clientOrderId, order re-serialized with sorted keys) of the authenticated
+        batchCreate bodies read, bounded in count and bytes."""
         self._sid = 0
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
@@ -151,9 +163,13 @@ class TwinApp:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _answer(self, code: int, msg: str, data: Any, status: int = 200) -> Response:
+    def envelope_bytes(self, code: int, msg: str, data: Any = None) -> bytes:
+        """The REST envelope with the next sid, serialized (also for the server's own 408/431)."""
         self._sid += 1
-        body = orjson.dumps(wire.envelope(code, msg, data, self._sid))
+        return orjson.dumps(wire.envelope(code, msg, data, self._sid))
+
+    def _answer(self, code: int, msg: str, data: Any, status: int = 200) -> Response:
+        body = self.envelope_bytes(code, msg, data)
         return Response(body, status_code=status, media_type="application/json")
 
     async def _pre(self, request: Request) -> Response | None:
@@ -171,14 +187,28 @@ class TwinApp:
             return self._answer(2329, render_message(2329), None)
         return None
 
-    def _auth(self, request: Request, texts: tuple[str, ...]) -> Credentials:
+    def _too_large(self, request: Request) -> Response | None:
+        """HTTP 413 when the declared body is above server.max_body_bytes, before reading it."""
+        declared = request.headers.get("content-length")
+        limit = self.settings.server.max_body_bytes
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return self._body_refused(f"a body of {declared} bytes")
+        return None
+
+    def _body_refused(self, what: str) -> Response:
+        self.counters.bodies_too_large += 1
+        limit = self.settings.server.max_body_bytes
+        msg = f"{_status_phrase(413)}: {what}, more than server.max_body_bytes ({limit})"
+        return self._answer(413, msg, None, status=413)
+
+    @staticmethod
+    def _credentials_headers(request: Request) -> tuple[str | None, str | None, str | None]:
+        """(APIKEY, X-SAPI-SIGN-TYPE, signature) of SPEC section 5's headers."""
         headers = request.headers
-        return self.verifier.authenticate(
-            headers.get("apikey"),
-            headers.get("x-sapi-sign-type"),
-            headers.get("signature"),
-            texts,
-        )
+        return headers.get("apikey"), headers.get("x-sapi-sign-type"), headers.get("signature")
+
+    def _auth(self, request: Request, texts: tuple[str, ...]) -> Credentials:
+        return self.verifier.authenticate(*self._credentials_headers(request), texts)
 
     def _unauthorized(self, reason: AuthRefused) -> Response:
         self.counters.auth_failures += 1
@@ -192,7 +222,7 @@ class TwinApp:
             raise Refused(2001, "timestamp")
 
     async def _query_call(self, request: Request) -> tuple[Credentials, dict[str, str]] | Response:
-        early = await self._pre(request)
+        early = self._too_large(request) or await self._pre(request)
         if early is not None:
             return early
         raw = request.scope["query_string"].decode("latin-1")
@@ -228,25 +258,16 @@ class TwinApp:
             self.counters.resets_before_read += 1
             await _until_closed(request)
             return Response(status_code=500)  # never sent: the connection is gone
-        body = await request.body()
-        try:
-            payload: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            payload = _NOT_JSON
-        else:
-            self._record_orders(payload)
+        read = await self._signed_body(request)
+        if isinstance(read, Response):
+            return read
         early = await self._pre(request)
         if early is not None:
             return early
         self.counters.batch_calls += 1
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            return self._unauthorized(AuthRefused("signature does not verify"))
-        try:
-            credentials = self._auth(request, (text,))
-        except AuthRefused as exc:
-            return self._unauthorized(exc)
+        if isinstance(read, AuthRefused):
+            return self._unauthorized(read)
+        credentials, payload = read
         try:
             if type(payload) is not dict:
                 raise Refused(2001, "body")
@@ -288,6 +309,42 @@ class TwinApp:
             await asyncio.sleep(delay)
         return answer
 
+    async def _signed_body(
+        self, request: Request
+    ) -> tuple[Credentials, Any] | AuthRefused | Response:
+        """batchCreate's body, read only when its signature can verify, and who signed it.
+
+        Checks what the headers say first: a request whose signature cannot verify (no or
+        unknown APIKEY, no signature...) is refused without reading its body, and so is a
+        declared body above server.max_body_bytes (413, as is a chunked one crossing it).
+        A body that verifies is parsed (_NOT_JSON when it is not JSON) and its orders
+        recorded in received_orders; nothing of a refused one is kept.
+        """
+        too_large = self._too_large(request)
+        if too_large is not None:
+            return too_large
+        try:
+            self.verifier.precheck(*self._credentials_headers(request))
+            try:
+                body = await _bounded_body(request, self.settings.server.max_body_bytes)
+            except ClientDisconnect:
+                return Response(status_code=400)  # never sent: the client is gone
+            if body is None:
+                return self._body_refused("a chunked body")
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                raise AuthRefused("signature does not verify") from None
+            credentials = self._auth(request, (text,))
+        except AuthRefused as exc:
+            return exc
+        try:
+            payload: Any = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return credentials, _NOT_JSON
+        self.received_orders.record(payload)
+        return credentials, payload
+
     async def _drop_answer(self, request: Request) -> bool:
         """The drop_response fault on an executed call: close its connection unanswered."""
         dropped = (
@@ -297,20 +354,6 @@ class TwinApp:
             self.counters.dropped_responses += 1
             await _until_closed(request)
         return dropped
-
-    def _record_orders(self, payload: Any) -> None:
-        """Keep (clientOrderId, canonical order bytes) of every order of a parsed body."""
-        orders = payload.get("orders") if type(payload) is dict else None
-        if type(orders) is not list:
-            return
-        for item in orders:
-            if type(item) is dict:
-                client_id = item.get("clientOrderId")
-                if type(client_id) is str:
-                    # A copy: orjson's bytes keep the whole buffer it wrote them in (about
-                    # 4 KB whatever their length), and these are kept for a long time.
-                    canonical = bytes(memoryview(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)))
-                    self.received_orders.append((client_id, canonical))
 
     async def position_list(self, request: Request) -> Response:
         """SPEC 4.2: the account's open positions on a pair."""
@@ -455,7 +498,13 @@ class TwinApp:
 
         def refuse(reason: str) -> dict[str, Any]:
             self.counters.subscribe_refusals += 1
-            return wire.subscribe_ack(name, success=False, msg=reason, pair=pair, symbol=symbol)
+            return wire.subscribe_ack(
+                name,
+                success=False,
+                msg=reason,
+                pair=pair if isinstance(pair, str) else None,
+                symbol=symbol if isinstance(symbol, str) else None,
+            )
 
         if message.get("method") != "SUBSCRIBE":
             return refuse(render_message(2001, "method"))
@@ -496,6 +545,17 @@ class TwinApp:
         return wire.subscribe_ack(
             event, success=True, msg=f"Subscribe {event} success", symbol=symbol
         )
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes | None:
+    """The whole body when it is at most limit bytes, else None (the rest is left unread)."""
+    body = bytearray()
+    async with contextlib.aclosing(request.stream()) as chunks:
+        async for chunk in chunks:
+            body += chunk
+            if len(body) > limit:
+                return None
+    return bytes(body)
 
 
 async def _until_closed(request: Request) -> None:

@@ -10,8 +10,11 @@ Decisions where SPEC.md is silent (VENUE-FACTS.md fills the rest):
 * The caller passes every text that may have been signed (the raw query string and its
   percent-decoded form); the first that verifies wins.
 * A missing or unknown API key, a missing signature, an unsupported sign type and a signature
-  that does not verify are all refusals (:class:`AuthRefused`, HTTP 401). Reasons name what
-  was wrong, never a secret, a signature or the key itself.
+  that does not verify are all refusals (:class:`AuthRefused`, HTTP 401), as are an API key
+  or a signature that is not a string (a WebSocket message may carry any JSON value). Reasons
+  name what was wrong, never a secret, a signature or the key itself.
+* :meth:`Verifier.precheck` makes every check that needs no signed text, so a REST body (the
+  signed text of batchCreate) is read only when its signature could verify.
 * Timestamps are milliseconds as decimal text (an integer is tolerated); the window is
   symmetric, ``|now - timestamp| <= window``.
 """
@@ -85,43 +88,65 @@ class Verifier:
 
     def authenticate(
         self,
-        api_key: str | None,
+        api_key: object,
         sign_type: object,
-        signature: str | None,
+        signature: object,
         texts: Iterable[str],
     ) -> Credentials:
-        """The caller's credentials when one of texts verifies, else raise AuthRefused."""
-        if not api_key:
-            raise AuthRefused("missing APIKEY")
-        credentials = self._by_key.get(api_key)
-        if credentials is None:
-            raise AuthRefused("unknown APIKEY")
-        if not signature:
-            raise AuthRefused("missing signature")
-        kind = parse_sign_type(sign_type, self.default_sign_type)
-        if kind is None:
-            raise AuthRefused("unsupported sign type")
+        """The caller's credentials when one of texts verifies, else raise AuthRefused.
+
+        api_key and signature may be anything a WebSocket message carried: what is not a
+        string is refused as such, never looked up.
+        """
+        credentials, kind, key, signature_text = self._usable(api_key, sign_type, signature)
         if kind == 2:
-            expected = credentials.address_lower
-            if expected is None:
-                raise AuthRefused("no key registered for sign type 2")
+            expected = key.lower()
             for text in texts:
-                recovered = recover_address(text, signature)
+                recovered = recover_address(text, signature_text)
                 if recovered is not None and recovered.lower() == expected:
                     return credentials
         elif kind == 1:
-            secret = credentials.hmac_secret
-            if secret is None:
-                raise AuthRefused("no key registered for sign type 1")
-            if any(verify_hmac(secret, text, signature) for text in texts):
+            if any(verify_hmac(key, text, signature_text) for text in texts):
                 return credentials
-        else:
-            public_key = credentials.ed25519_public_key
-            if public_key is None:
-                raise AuthRefused("no key registered for sign type 3")
-            if any(verify_ed25519(public_key, text, signature) for text in texts):
-                return credentials
+        elif any(verify_ed25519(key, text, signature_text) for text in texts):
+            return credentials
         raise AuthRefused("signature does not verify")
+
+    def precheck(self, api_key: object, sign_type: object, signature: object) -> Credentials:
+        """Every check that needs no signed text: the key, the signature's presence, the type.
+
+        The caller's credentials when a signature of this type could verify for this key,
+        else raise AuthRefused. REST runs it before reading a body (whose bytes are the
+        signed text), so the body of a request that cannot verify is never read.
+        """
+        return self._usable(api_key, sign_type, signature)[0]
+
+    def _usable(
+        self, api_key: object, sign_type: object, signature: object
+    ) -> tuple[Credentials, int, str, str]:
+        """(credentials, sign type, the key registered for that type, signature) or refuse."""
+        if api_key is None or api_key == "":
+            raise AuthRefused("missing APIKEY")
+        if not isinstance(api_key, str):
+            raise AuthRefused("APIKEY is not a string")
+        credentials = self._by_key.get(api_key)
+        if credentials is None:
+            raise AuthRefused("unknown APIKEY")
+        if signature is None or signature == "":
+            raise AuthRefused("missing signature")
+        if not isinstance(signature, str):
+            raise AuthRefused("signature is not a string")
+        kind = parse_sign_type(sign_type, self.default_sign_type)
+        if kind is None:
+            raise AuthRefused("unsupported sign type")
+        key = {
+            1: credentials.hmac_secret,
+            2: credentials.address,
+            3: credentials.ed25519_public_key,
+        }[kind]
+        if key is None:
+            raise AuthRefused(f"no key registered for sign type {kind}")
+        return credentials, kind, key, signature
 
 
 def parse_timestamp(value: object) -> int | None:

@@ -16,6 +16,9 @@ class Counters:
     orders_accepted: int = 0
     orders_refused: int = 0
     auth_failures: int = 0
+    bodies_too_large: int = 0
+    headers_too_large: int = 0
+    connections_timed_out: int = 0
     ws_connections: int = 0
     subscriptions: int = 0
     subscribe_refusals: int = 0

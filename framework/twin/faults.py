@@ -49,7 +49,7 @@ stale_account_rate          share of api_account pushes followed by the previous
 ==========================  ===================================================================
 
 Ground truth for fault tests is kept apart from the faults: :attr:`VenueTwin.received_orders`
-(each order of each batchCreate body the twin read) and :meth:`VenueTwin.executed_orders`
+(each order of each authenticated batchCreate body the twin read) and :meth:`VenueTwin.executed_orders`
 (clientOrderId -> orderId of each order an account had accepted), the newest
 ``received_orders_limit`` and ``client_id_history_limit`` (100000 each) of them.
 """

@@ -21,6 +21,8 @@ epoch); randomness from ``random.Random`` seeded with ``settings.seed``.
 What the twin keeps per order, match or request is bounded by settings (``received_orders``
 and ``executed_orders`` too: the newest 100000 by default; see
 :mod:`framework.twin.settings`), so its memory stays flat over a long run, embedded or not.
+What one request or connection may cost is bounded by ``settings.server`` (body and header
+sizes, header, body and keep-alive timeouts: :mod:`framework.twin.http_protocol`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import contextlib
 import random
 import socket
 import time
-from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from decimal import Decimal
 from types import TracebackType
@@ -38,7 +39,6 @@ from typing import Any
 
 import uvicorn
 from uvicorn.config import WS_PROTOCOLS
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from framework.twin.app import TwinApp
 from framework.twin.auth import Credentials, Verifier
@@ -46,15 +46,15 @@ from framework.twin.counters import Counters
 from framework.twin.demo import DEMO_ADDRESS, DEMO_API_KEY
 from framework.twin.exchange import Exchange
 from framework.twin.faults import Faults
+from framework.twin.http_protocol import Peer, limited_protocol
 from framework.twin.hub import Hub
 from framework.twin.order_index import OrderIndex
 from framework.twin.prices import RandomWalk, build_price_model
+from framework.twin.received_orders import ReceivedOrders
 from framework.twin.settings import TwinSettings
 from framework.venue.rules import settle_coin_of
 
 __all__ = ["VenueTwin"]
-
-_Peer = tuple[str, int]
 
 
 class _QuietServer(uvicorn.Server):
@@ -84,29 +84,6 @@ class _QuietServer(uvicorn.Server):
                 await asyncio.wait_for(self._stop.wait(), 0.1)
 
 
-def _tracking_protocol(registry: dict[_Peer, asyncio.Transport]) -> type[HttpToolsProtocol]:
-    """An HTTP protocol class that records each connection's transport by peer address."""
-
-    class TrackedHttp(HttpToolsProtocol):
-        """HttpToolsProtocol that lets the app close a connection without an answer."""
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            """Remember the transport under the peer address the ASGI scope reports."""
-            super().connection_made(transport)
-            peer = transport.get_extra_info("peername")
-            if isinstance(peer, tuple) and len(peer) >= 2:
-                registry[(str(peer[0]), int(peer[1]))] = transport
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            """Forget the transport."""
-            peer = self.transport.get_extra_info("peername")
-            if isinstance(peer, tuple) and len(peer) >= 2:
-                registry.pop((str(peer[0]), int(peer[1])), None)
-            super().connection_lost(exc)
-
-    return TrackedHttp
-
-
 class VenueTwin:
     """A local exchange speaking SPEC.md over real sockets; an async context manager."""
 
@@ -133,7 +110,7 @@ class VenueTwin:
         for pair, price in self.prices.start().items():
             if pair in self.exchange.markets:
                 self.exchange.markets[pair].mark = price
-        self._transports: dict[_Peer, asyncio.Transport] = {}
+        self._transports: dict[Peer, asyncio.Transport] = {}
         self.app = TwinApp(
             self.settings,
             exchange=self.exchange,
@@ -209,10 +186,12 @@ class VenueTwin:
         return credentials.user_id
 
     @property
-    def received_orders(self) -> deque[tuple[str, bytes]]:
-        """(clientOrderId, order with sorted keys) of each order of each batchCreate read.
+    def received_orders(self) -> ReceivedOrders:
+        """(clientOrderId, order with sorted keys) of each order of each authenticated
+        batchCreate read.
 
-        Live, oldest first; only the newest ``received_orders_limit`` (100000) are kept.
+        Live, oldest first; only the newest ``received_orders_limit`` (100000) orders, and
+        ``received_orders_max_bytes`` (32 MiB) of them, are kept.
         """
         return self.app.received_orders
 
@@ -294,6 +273,7 @@ class VenueTwin:
         sock.setblocking(False)
         self._socket = sock
         self.port = sock.getsockname()[1]
+        limits = self.settings.server
         config = uvicorn.Config(
             self.app.starlette,
             lifespan="off",
@@ -305,8 +285,12 @@ class VenueTwin:
             # caller's loop; "asyncio" also keeps uvicorn's own run() off uvloop.
             loop="asyncio",
             interface="asgi3",
-            # HTTP on httptools (a declared dependency), through the connection-tracking class.
-            http=_tracking_protocol(self._transports),
+            # HTTP on httptools (a declared dependency), through a class that adds request
+            # deadlines, a header bound and connection tracking (framework.twin.http_protocol).
+            http=limited_protocol(self._transports, limits, self.counters, self.app.envelope_bytes),
+            timeout_keep_alive=limits.keep_alive_timeout,
+            limit_concurrency=limits.max_connections,
+            ws_max_size=limits.ws_max_message_bytes,
             # WebSocket on websockets; the sans-I/O implementation suits websockets >= 14, and
             # older uvicorns lack it.
             ws="websockets-sansio" if "websockets-sansio" in WS_PROTOCOLS else "websockets",

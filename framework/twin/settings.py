@@ -12,8 +12,10 @@ Memory bounds (each at least 1, 100000 by default): ``order_history_limit`` (com
 order records per account), ``match_history_limit`` (matches per account and pair, older
 ones no longer listed), ``client_id_history_limit`` (accepted clientOrderIds per account kept
 for the duplicate check and ``VenueTwin.executed_orders``) and ``received_orders_limit``
-(orders kept in ``VenueTwin.received_orders``). Whatever the twin keeps per order, match or
-request is bounded by one of them, so its memory stays flat over a long run.
+(orders kept in ``VenueTwin.received_orders``, also at most ``received_orders_max_bytes``,
+32 MiB by default). Whatever the twin keeps per order, match or request is bounded by one
+of them, so its memory stays flat over a long run. What one request may cost is bounded by
+``server`` (:class:`ServerSettings`: sizes, timeouts, connections).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "FeeSettings",
     "PairSettings",
     "PriceSettings",
+    "ServerSettings",
     "TwinSettings",
     "load_settings",
     "settings_from_mapping",
@@ -171,6 +174,42 @@ class FaultSettings:
             )
 
 
+def _positive(_inst: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be above 0, got {value}")
+
+
+def _none_or_at_least_one(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        _at_least_one(_inst, attribute, value)
+
+
+@attrs.frozen(kw_only=True)
+class ServerSettings:
+    """Limits of the twin as a server: what one request or connection may cost it.
+
+    ``max_body_bytes`` bounds a request body: a declared Content-Length above it is refused
+    with HTTP 413 before a byte of the body is read, and a chunked body as soon as it crosses
+    it. The default (64 KiB) holds 20 orders many times over (one is about 200 bytes).
+    ``max_header_bytes`` bounds the request line and headers (HTTP 431 beyond). A request's
+    headers must arrive within ``header_timeout`` seconds of the connection's first moment
+    (or of its first byte after an answered request), its body within ``body_timeout`` of
+    the headers' end (else HTTP 408 and the connection is closed); an idle connection is
+    closed after ``keep_alive_timeout`` seconds (see :mod:`framework.twin.http_protocol`).
+    ``max_connections`` (none by default) is uvicorn's ``limit_concurrency``: beyond it,
+    requests are answered HTTP 503. ``ws_max_message_bytes`` is uvicorn's ``ws_max_size``:
+    a larger WebSocket message closes the socket with code 1009.
+    """
+
+    max_body_bytes: int = attrs.field(default=65_536, validator=_at_least_one)
+    max_header_bytes: int = attrs.field(default=16_384, validator=_at_least_one)
+    header_timeout: float = attrs.field(default=10.0, validator=_positive)
+    body_timeout: float = attrs.field(default=10.0, validator=_positive)
+    keep_alive_timeout: int = attrs.field(default=5, validator=_at_least_one)
+    max_connections: int | None = attrs.field(default=None, validator=_none_or_at_least_one)
+    ws_max_message_bytes: int = attrs.field(default=65_536, validator=_at_least_one)
+
+
 @attrs.frozen(kw_only=True)
 class TwinSettings:
     """Everything the twin needs to run; the defaults give a working two-pair USD venue."""
@@ -216,8 +255,12 @@ class TwinSettings:
     # ground truth (VenueTwin.executed_orders); an id no longer remembered here nor by an
     # order record is accepted again (framework/twin/admission.py).
     client_id_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
-    # Orders of batchCreate bodies kept in VenueTwin.received_orders (whole twin).
+    # Orders of authenticated batchCreate bodies kept in VenueTwin.received_orders (whole
+    # twin), at most this many and this many bytes (framework/twin/received_orders.py).
     received_orders_limit: int = attrs.field(default=100_000, validator=_at_least_one)
+    received_orders_max_bytes: int = attrs.field(default=33_554_432, validator=_at_least_one)
+    # Request sizes and timeouts of the server (ServerSettings).
+    server: ServerSettings = ServerSettings()
 
     def __attrs_post_init__(self) -> None:
         """Check what no single field can: pair names, unique keys and ids."""

@@ -21,6 +21,8 @@ def test_shipped_config_loads_and_matches_the_defaults() -> None:
     assert loaded.fees == defaults.fees
     assert loaded.batch_mode == "partial" and loaded.timestamp_window == 30
     assert loaded.demo_balance == Decimal("100000")
+    assert loaded.server == defaults.server
+    assert loaded.received_orders_max_bytes == defaults.received_orders_max_bytes
 
 
 def test_decimals_may_be_yaml_numbers(tmp_path: Path) -> None:
@@ -110,3 +112,23 @@ def test_memory_bounds_default_to_100000_and_are_validated(name: str) -> None:
     assert getattr(settings_from_mapping({name: 7}), name) == 7
     with pytest.raises(ConfigError, match=f"{name} must be at least 1"):
         settings_from_mapping({name: 0})
+
+
+def test_server_limits_default_load_and_are_validated() -> None:
+    limits = TwinSettings().server
+    assert (limits.max_body_bytes, limits.max_header_bytes) == (65_536, 16_384)
+    assert (limits.header_timeout, limits.body_timeout, limits.keep_alive_timeout) == (10, 10, 5)
+    assert (limits.max_connections, limits.ws_max_message_bytes) == (None, 65_536)
+    assert TwinSettings().received_orders_max_bytes == 32 * 1024 * 1024
+    loaded = settings_from_mapping({"server": {"max_body_bytes": 4096, "max_connections": 9}})
+    assert (loaded.server.max_body_bytes, loaded.server.max_connections) == (4096, 9)
+    with pytest.raises(ConfigError, match=r"server: max_body_bytes must be at least 1, got 0"):
+        settings_from_mapping({"server": {"max_body_bytes": 0}})
+    with pytest.raises(ConfigError, match="header_timeout must be above 0, got 0"):
+        settings_from_mapping({"server": {"header_timeout": 0}})
+    with pytest.raises(ConfigError, match="max_connections must be at least 1"):
+        settings_from_mapping({"server": {"max_connections": 0}})
+    with pytest.raises(ConfigError, match="max_body_byte"):
+        settings_from_mapping({"server": {"max_body_byte": 1}})
+    with pytest.raises(ConfigError, match="received_orders_max_bytes must be at least 1"):
+        settings_from_mapping({"received_orders_max_bytes": 0})
