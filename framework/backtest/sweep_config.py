@@ -35,6 +35,7 @@ from framework.yaml_attrs import (
     read_yaml,
     structure,
 )
+from framework.yaml_read import read_config_text
 
 __all__ = [
     "SAMPLERS",
@@ -454,7 +455,7 @@ def parse_sweep(
 def load_sweep_config(path: str | Path, *, recording: str | Path | None = None) -> SweepConfig:
     """Read and check a sweep file; ConfigError (every problem, located) if it is wrong."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
+    except ConfigProblems as exc:
+        raise ConfigError("\n".join(exc.problems)) from None
     return parse_sweep(text, path=path, recording=recording)

@@ -32,6 +32,7 @@ import attrs
 from framework.venue.errors import ConfigError
 from framework.venue.rules import PairRules
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
+from framework.yaml_read import read_config_text
 
 __all__ = [
     "AccountSettings",
@@ -300,10 +301,7 @@ def load_settings(path: str | Path) -> TwinSettings:
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read: {exc.strerror}") from None
-    try:
+        text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
         data, lines = read_yaml(text, source=source, env=os.environ)
     except ConfigProblems as exc:
         raise ConfigError("\n".join(exc.problems)) from None

@@ -92,6 +92,23 @@ def test_every_yaml_entry_point_refuses_an_alias_bomb_in_one_line(
     assert result.stderr.splitlines() == [f"{prefix}{bomb}{BOMB_LINE}"]
 
 
+@pytest.mark.parametrize(
+    ("command", "code", "prefix"), [(("venue", "--config"), 2, "venue: "), (("sweep", "-c"), 1, "")]
+)
+def test_every_yaml_entry_point_says_a_file_is_not_utf8_in_one_line(
+    tmp_path: Path, command: tuple[str, str], code: int, prefix: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b'prices:\n  tick_interval: "\xff"\n')
+    result = run(*command, str(bad))
+    if result.stderr.startswith("sweep: needs the sweep extra"):
+        pytest.skip("the sweep extra is not installed")
+    assert (result.returncode, result.stdout) == (code, "")
+    assert result.stderr.splitlines() == [
+        f"{prefix}{bad}: not UTF-8 text: byte 0xff at line 2, column 19 (invalid start byte)"
+    ]
+
+
 def test_a_secret_referenced_from_a_plain_key_is_never_printed(tmp_path: Path) -> None:
     config = tmp_path / "bot.yaml"
     config.write_text(REAL + "logging:\n  level: ${PERP_API_SECRET}\n")
