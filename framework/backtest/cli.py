@@ -3,14 +3,18 @@
 ``record -c FILE --out PATH [--duration S] [--append]`` runs the node exactly as ``live``
 does (strategies included) with the recorder writing PATH; the summary line is printed last.
 
-``backtest -c FILE [--recording PATH] [--report DIR]`` replays a recording through the same
-code as live on virtual time with a paper venue (:class:`framework.backtest.runner.Backtest`),
-writes ``DIR/report.json`` and ``DIR/report.html`` and prints a few lines of results and the
-timing (timing only here, never in report.json). A rich progress bar goes to stderr when it
-is a terminal. The config's ``venue:`` section is not read (a config for a real venue, its
-credentials unset, backtests as it is); log lines carry the replay's virtual time. Both exit
-0 when they ran, 1 with a one-line reason when they could not (an empty recording, or one
-with no valid record, included); ``record`` exits 130 after a second Ctrl-C, as ``live``.
+``backtest -c FILE [--recording PATH] [--report DIR] [--strict]`` replays a recording through
+the same code as live on virtual time with a paper venue
+(:class:`framework.backtest.runner.Backtest`), writes ``DIR/report.json`` and
+``DIR/report.html`` and prints a few lines of results and the timing (timing only here, never
+in report.json), then on stderr one ``backtest: warning:`` line for each thing wrong in the
+recording (lines that are not records, time going back, none of the config's pairs in it, a
+cut file). ``--strict`` (or ``backtest.strict: true``) makes a line that is not a record
+fatal. A rich progress bar goes to stderr when it is a terminal. The config's ``venue:``
+section is not read (a config for a real venue, its credentials unset, backtests as it is);
+log lines carry the replay's virtual time. Both exit 0 when they ran, 1 with a one-line
+reason when they could not (an empty recording, or one with no valid record, included);
+``record`` exits 130 after a second Ctrl-C, as ``live``.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ def _print_problems(exc: ConfigError) -> None:
 
 
 def backtest_main(argv: list[str]) -> int:
-    """``run.py backtest -c FILE [--recording PATH] [--report DIR]``; 0 when it ran."""
+    """``run.py backtest -c FILE [--recording PATH] [--report DIR] [--strict]``; 0 when it ran."""
     parser = argparse.ArgumentParser(
         prog=program("backtest"),
         description="Replay a recording through the configured strategies on a paper venue.",
@@ -56,6 +60,11 @@ def backtest_main(argv: list[str]) -> int:
     parser.add_argument("-c", "--config", required=True, metavar="FILE", help="YAML config")
     parser.add_argument("--recording", metavar="PATH", help="recording to replay (.jsonl[.gz])")
     parser.add_argument("--report", metavar="DIR", help="where report.json and .html go")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="a line of the recording that is not a record is fatal (default: skipped, counted)",
+    )
     args = parser.parse_args(argv)
     add_strategy_dirs(args.config)  # the same rule as check and live
     try:
@@ -63,6 +72,8 @@ def backtest_main(argv: list[str]) -> int:
     except ConfigError as exc:
         _print_problems(exc)
         return EXIT_FAILED
+    if args.strict:
+        settings = attrs.evolve(settings, strict=True)
     recording = args.recording or settings.recording
     if not recording:
         print(
@@ -112,6 +123,8 @@ def backtest_main(argv: list[str]) -> int:
         )
         return EXIT_FAILED
     _print_summary(result, json_path, html_path)
+    for warning in result.warnings:
+        print(f"backtest: warning: {warning}", file=sys.stderr)
     if failed is not None:
         print(f"backtest: {failed}", file=sys.stderr)
         return EXIT_FAILED

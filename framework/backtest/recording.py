@@ -1,22 +1,29 @@
-"""Reading recordings: JSON lines, gzip when the name ends in .gz, fast and tolerant.
+"""Reading recordings: JSON lines, plain or gzip (known by its first bytes), fast and tolerant.
 
 The format (a public contract, written by :mod:`framework.live.recorder`) is one JSON object
 per line and per inbound message, in the order they arrived::
 
     {"ts": 1700000000123, "source": "ws", "frame": "<raw WebSocket text frame>"}
-    {"ts": 1700000000456, "source": "rest", "path": "/api/...", "query": "pairName=ETH-USD",
+    {"ts": 1700000000456, "source": "rest", "path": "/api/...", "query": "pageSize=50",
      "body": "<raw response text>"}
 
 ``ts`` is epoch milliseconds (a number); ``query`` never holds the timestamp (nor anything
-secret). The reader decompresses in large chunks and decodes lines a piece of about 128 KB at
-a time with one msgspec ``decode_lines`` call into :class:`LineRecord` structs (no per-line
-I/O call, no dict per line: as fast as ``orjson.loads`` per line, and the records are typed).
-A piece holding a line that is not a record is decoded again line by line, that line counted
-and skipped. It is tolerant where a killed writer leaves marks: an unterminated
-last line that is not JSON is counted as truncated and skipped, a gzip member cut short
-(the recorder sync-flushes each line, so what it wrote is readable) is read up to its cut,
-and a later member appended by the next run is found again. Lines that are not records
-are counted and skipped, never fatal.
+secret). A file is gzip when it starts with gzip's magic bytes, whatever its name. The reader
+decodes lines a piece of about 128 KB at a time with one msgspec ``decode_lines`` call into
+:class:`WsLine` / :class:`RestLine` structs (a tagged union: msgspec checks in C that a line is
+a record; no per-line I/O call, no dict per line). A plain file is read from a memory map; a
+gzip one is inflated CHUNK_SIZE bytes at a time (zlib's ``max_length``), so memory is bounded
+by that and MAX_LINE, never by the decompressed size. A piece holding a line that is not a
+record is decoded again line by line, that line counted (with the number of the first) and
+skipped, or refused in strict mode. Line numbers are found only when asked (a first bad line,
+a first step back in time), by reading the file again up to that line: counting every line on
+the way would cost a fifth of the inflating.
+
+It is tolerant where a killed writer leaves marks: an unterminated last line that is not JSON
+is counted as truncated and skipped, a gzip member cut short (the recorder sync-flushes each
+line, so what it wrote is readable) is read up to its cut, and a later member appended by the
+next run is found again. These, and the counts, are the reader's stats: it logs nothing (the
+backtest says what it found in one line each).
 
 What a backtest learns from a recording before replaying it is :mod:`framework.backtest.scan`.
 """
@@ -24,30 +31,34 @@ What a backtest learns from a recording before replaying it is :mod:`framework.b
 from __future__ import annotations
 
 import contextlib
-import logging
 import mmap
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final, TypeAlias
 
 import attrs
 import msgspec
 import orjson
 
+from framework.venue.errors import FrameworkError
+
 __all__ = [
     "CHUNK_SIZE",
     "LINE_ERRORS",
+    "MAX_LINE",
     "PIECE_SIZE",
+    "BadLine",
     "LineRecord",
     "ReaderStats",
     "RecordingReader",
+    "RestLine",
     "RestRecord",
+    "WsLine",
     "WsRecord",
     "decode_line",
+    "is_gzip",
 ]
-
-log = logging.getLogger("framework.recording")
 
 CHUNK_SIZE: Final = 4 << 20
 """Bytes of (decompressed) text split at once."""
@@ -55,34 +66,59 @@ CHUNK_SIZE: Final = 4 << 20
 PIECE_SIZE: Final = 128 << 10
 """Bytes of lines decoded by one call: small enough for the records to stay in the CPU cache."""
 
+MAX_LINE: Final = 64 << 20
+"""Bytes of the longest line read (a recorded answer is at most 16 MB, escaped): a longer
+one is not a record, counted and skipped unread."""
+
 _GZIP_MAGIC: Final = b"\x1f\x8b\x08"
+_SALVAGE_STEP: Final = 4096  # compressed bytes inflated at once after an error (~4 MB out)
 
 
-class LineRecord(msgspec.Struct, gc=False):
-    """One line as read: a frame (WebSocket) or path, query and body (REST); see the format."""
+def is_gzip(path: str | Path) -> bool:
+    """Whether the file starts with gzip's magic bytes (its name does not matter)."""
+    with open(path, "rb") as handle:
+        return handle.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+
+
+class WsLine(msgspec.Struct, tag_field="source", tag="ws", gc=False):
+    """A WebSocket line as read: its time and the raw text frame."""
 
     ts: int | float
     """Epoch milliseconds."""
-    source: str | None = None
-    """ws or rest."""
-    frame: str | None = None
-    """The raw WebSocket text frame (ws)."""
-    path: str | None = None
-    """The endpoint path (rest)."""
+    frame: str
+    """The raw WebSocket text frame."""
+    source: ClassVar[str] = "ws"
+    path: ClassVar[None] = None
+    query: ClassVar[None] = None
+    body: ClassVar[None] = None
+
+    def typed(self) -> WsRecord:
+        """The line as a WsRecord."""
+        return WsRecord(self.ts if type(self.ts) is int else int(self.ts), self.frame)
+
+
+class RestLine(msgspec.Struct, tag_field="source", tag="rest", gc=False):
+    """A REST line as read: its time, endpoint path, query and raw response body."""
+
+    ts: int | float
+    """Epoch milliseconds."""
+    path: str
+    """The endpoint path."""
+    body: str
+    """The raw response text."""
     query: str | None = None
-    """The query string without timestamp (rest)."""
-    body: str | None = None
-    """The raw response text (rest)."""
+    """The query string without timestamp."""
+    source: ClassVar[str] = "rest"
+    frame: ClassVar[None] = None
 
-    def typed(self) -> WsRecord | RestRecord | None:
-        """The record as a WsRecord or RestRecord, or None when it is neither."""
+    def typed(self) -> RestRecord:
+        """The line as a RestRecord."""
         ts = self.ts if type(self.ts) is int else int(self.ts)
-        if self.source == "ws":
-            return None if self.frame is None else WsRecord(ts, self.frame)
-        if self.source == "rest" and self.path is not None and self.body is not None:
-            return RestRecord(ts, self.path, self.query or "", self.body)
-        return None
+        return RestRecord(ts, self.path, self.query or "", self.body)
 
+
+LineRecord: TypeAlias = WsLine | RestLine
+"""One line as read: ``frame`` is None for a REST line (and path, query, body for a ws one)."""
 
 _LINE: Final = msgspec.json.Decoder(LineRecord)
 _LINE_ERRORS: Final = (msgspec.DecodeError,)
@@ -111,31 +147,48 @@ class RestRecord:
     body: str
 
 
+class BadLine(FrameworkError):
+    """A line that is not a record, in strict mode: the file, its line number and why."""
+
+
 @attrs.define
 class ReaderStats:
     """What a reader saw: lines, records, lines skipped, and the marks of a cut file."""
 
     lines: int = 0
     bad_lines: int = 0
+    first_bad_line: int | None = None
+    """The line number of the first line that is not a record."""
     truncated_tail: bool = False
     cut_members: int = 0
     bytes_read: int = 0
 
-    def as_dict(self) -> dict[str, int | bool]:
+    def as_dict(self) -> dict[str, int | bool | None]:
         """The counters as a plain dict."""
         return attrs.asdict(self)
 
 
 class RecordingReader:
-    """One pass over a recording file: raw chunks, line batches, parsed objects or records."""
+    """One pass over a recording file: raw chunks, line batches, parsed objects or records.
 
-    def __init__(self, path: str | Path, *, chunk_size: int = CHUNK_SIZE) -> None:
+    strict: a line that is not a record raises :class:`BadLine` (naming file and line)
+    instead of being counted and skipped.
+    """
+
+    def __init__(
+        self, path: str | Path, *, chunk_size: int = CHUNK_SIZE, strict: bool = False
+    ) -> None:
         self.path = Path(path)
-        self.chunk_size = chunk_size
-        self.gzip = self.path.name.endswith(".gz")
+        self.chunk_size = min(chunk_size, MAX_LINE)
+        self.strict = strict
         self.stats = ReaderStats()
         self.size = self.path.stat().st_size
+        self.gzip = bool(self.size) and is_gzip(self.path)
         self._mapping: mmap.mmap | None = None
+        self._piece: bytes | memoryview = b""  # the piece decoded last, for line_of()
+        self._piece_at = 0  # its offset in the (decompressed) text
+        self._block_at = 0  # offset of the block line_blocks() yielded last
+        self._counter: _LineCounter | None = None
 
     def __repr__(self) -> str:
         return f"RecordingReader({str(self.path)!r})"
@@ -163,7 +216,7 @@ class RecordingReader:
     # ---- bytes
 
     def chunks(self) -> Iterator[bytes]:
-        """The file's text in pieces of about chunk_size bytes (decompressed if gzip)."""
+        """The file's text in pieces of at most chunk_size bytes (inflated if gzip)."""
         with open(self.path, "rb") as handle:
             if not self.gzip:
                 while data := handle.read(self.chunk_size):
@@ -174,30 +227,24 @@ class RecordingReader:
 
     def _gunzip(self, handle: Any) -> Iterator[bytes]:
         stats = self.stats
+        limit = self.chunk_size
+        read = max(limit // 4, 1 << 16)
         inflater = zlib.decompressobj(31)
-        read = max(self.chunk_size // 4, 1 << 16)
-        pending = b""
+        data = b""
         while True:
-            if pending:
-                data, pending = pending, b""
-            else:
+            if not data:
                 data = handle.read(read)
                 stats.bytes_read += len(data)
-            if not data:
-                break
+                if not data:
+                    break
             saved = inflater.copy()
             try:
-                out = inflater.decompress(data)
+                out = inflater.decompress(data, limit)  # what is left: unconsumed_tail
             except zlib.error:
                 # A member cut short (killed writer) followed by the next run's member: keep
                 # what the cut member still yields, then start again at the next gzip header.
-                good, out = _longest_valid_prefix(saved, data)
+                good = yield from _salvage(saved, data)
                 stats.cut_members += 1
-                log.warning(
-                    "%s: a gzip member is cut short; reading on from the next one", self.path
-                )
-                if out:
-                    yield out
                 found = data.find(_GZIP_MAGIC, good)
                 while found < 0:
                     more = handle.read(read)
@@ -207,32 +254,75 @@ class RecordingReader:
                     data = data[-2:] + more
                     found = data.find(_GZIP_MAGIC)
                 inflater = zlib.decompressobj(31)
-                pending = data[found:]
+                data = data[found:]
                 continue
             if out:
                 yield out
-            while inflater.eof:
-                # Members are concatenated: a recording appended by a later run.
-                rest = inflater.unused_data
+            if inflater.eof:  # members are concatenated: a recording appended by a later run
+                data = inflater.unused_data
                 inflater = zlib.decompressobj(31)
-                if not rest:
-                    break
-                out = inflater.decompress(rest)
-                if out:
-                    yield out
+            else:
+                data = inflater.unconsumed_tail
         if not inflater.eof:
-            tail = inflater.flush()
+            tail = inflater.flush()  # all input was taken: what is left is a few bytes
             if tail:
                 yield tail
+
+    def line_blocks(self) -> Iterator[tuple[bytes, int, int]]:
+        """The text as (buffer, start, end): buffer[start:end] holds whole lines.
+
+        Only the file's last line may lack its newline. A line longer than MAX_LINE is
+        counted as bad and left out, never held whole: memory stays within a chunk and
+        MAX_LINE whatever the file holds.
+        """
+        parts: list[bytes] = []  # the start of a line cut at a chunk's end
+        held = 0  # its length
+        skipping = False  # that line is longer than MAX_LINE: dropped as it comes
+        line_at = at = 0  # text offsets of that line and of the chunk
+        for chunk in self.chunks():
+            start = 0
+            if parts or skipping:
+                head = chunk.find(b"\n") + 1
+                held += head or len(chunk)
+                if held > MAX_LINE and not skipping:
+                    skipping, parts = True, []
+                if not head:  # the line goes on past this chunk
+                    if not skipping:
+                        parts.append(chunk)
+                    at += len(chunk)
+                    continue
+                if skipping:
+                    skipping = False
+                    self._bad_line(line_at, 0, f"longer than {MAX_LINE} bytes")
+                else:
+                    parts.append(chunk[:head])
+                    self._block_at = line_at
+                    yield b"".join(parts), 0, held
+                parts, held, start = [], 0, head
+            end = chunk.rfind(b"\n") + 1
+            if end > start:
+                self._block_at = at + start
+                yield chunk, start, end
+                start = end
+            if start < len(chunk):  # a line cut at this chunk's end
+                parts, held, line_at = [chunk[start:]], len(chunk) - start, at + start
+            at += len(chunk)
+        if skipping:
+            self._bad_line(line_at, 0, f"longer than {MAX_LINE} bytes")
+        elif parts:
+            tail = b"".join(parts)
+            self._block_at = line_at
+            yield tail, 0, len(tail)
 
     # ---- records
 
     def record_batches(self) -> Iterator[list[LineRecord]]:
         """The file's records, a list per piece of about PIECE_SIZE bytes; bad lines skipped.
 
-        A line that is not a record (not JSON, not an object, ts missing or not a number, a
-        field of the wrong type) is counted in stats.bad_lines; an unterminated last line
-        that is not JSON is counted as truncated and dropped.
+        A line that is not a record (not JSON, not an object, ts missing or not a number,
+        source not ws or rest, frame or path and body missing, a field of the wrong type,
+        longer than MAX_LINE) is counted in stats.bad_lines (raises BadLine when strict); an
+        unterminated last line that is not JSON is counted as truncated and dropped.
         """
         stats = self.stats
         decode_lines = _LINE.decode_lines
@@ -245,45 +335,75 @@ class RecordingReader:
             if records:
                 yield records
 
+    def line_of(self, index: int) -> int:
+        """The line number in the file of the index-th record of the last batch given."""
+        number = self._line_at(self._piece_at)
+        seen = 0
+        for line in bytes(self._piece).split(b"\n"):
+            if line.strip():
+                try:
+                    _LINE.decode(line)
+                except _LINE_ERRORS:
+                    pass
+                else:
+                    if seen == index:
+                        return number
+                    seen += 1
+            number += 1
+        raise IndexError(f"no record {index} in the last batch")
+
     def _decode_each(self, piece: bytes | memoryview) -> list[LineRecord]:
         decode = _LINE.decode
         records = []
-        for line in bytes(piece).split(b"\n"):
+        for number, line in enumerate(bytes(piece).split(b"\n")):
             if not line.strip():
                 continue
             try:
                 records.append(decode(line))
-            except _LINE_ERRORS:
-                self.stats.bad_lines += 1
-                self.stats.lines += 1
+            except _LINE_ERRORS as exc:
+                self._bad_line(self._piece_at, number, str(exc))
         return records
+
+    def _bad_line(self, offset: int, index: int, why: str) -> None:
+        """Count a line that is not a record: the index-th line from text offset offset."""
+        stats = self.stats
+        stats.bad_lines += 1
+        stats.lines += 1
+        if stats.first_bad_line is None or self.strict:
+            number = self._line_at(offset) + index
+            if stats.first_bad_line is None:
+                stats.first_bad_line = number
+            if self.strict:
+                raise BadLine(f"recording {self.path}: line {number} is not a record ({why})")
+
+    def _line_at(self, offset: int) -> int:
+        counter = self._counter
+        if counter is None or offset < counter.start:
+            reread = RecordingReader(self.path, chunk_size=self.chunk_size)
+            counter = self._counter = _LineCounter(reread.chunks())
+        return counter.line_at(offset)
 
     def _pieces(self) -> Iterator[bytes | memoryview]:
         """Whole lines in pieces of about PIECE_SIZE bytes (a longer line is a piece alone)."""
         if not self.gzip and self.size:
             yield from self._mapped_pieces()
             return
-        tail = b""
-        for chunk in self.chunks():
-            start = 0
-            if tail:  # the line cut at the last chunk's end: whole with this chunk's head
-                head = chunk.find(b"\n") + 1
-                if not head:
-                    tail += chunk
-                    continue
-                yield tail + chunk[:head]
-                start = head
-            end = chunk.rfind(b"\n") + 1
-            tail = chunk[max(end, start) :]
-            view = memoryview(chunk)
+        for block, start, end in self.line_blocks():
+            base = self._block_at - start
+            if block[end - 1] != 10:  # the file's unterminated last line, alone
+                if self._complete(block[start:end]):
+                    self._piece, self._piece_at = block, base + start
+                    yield block[start:end]
+                return
+            view = memoryview(block)
             while start < end:
-                stop = chunk.rfind(b"\n", start, min(start + PIECE_SIZE, end)) + 1
+                stop = block.rfind(b"\n", start, min(start + PIECE_SIZE, end)) + 1
                 if stop <= start:  # a line longer than a piece
-                    stop = chunk.find(b"\n", start) + 1
-                yield view[start:stop]
+                    stop = block.find(b"\n", start) + 1
+                piece = self._piece = view[start:stop]
+                self._piece_at = base + start
+                yield piece
                 start = stop
-        if tail.strip() and self._complete(tail):
-            yield tail
 
     def _mapped_pieces(self) -> Iterator[bytes | memoryview]:
         """_pieces of a plain file mapped in memory: views into the page cache, no copy."""
@@ -296,17 +416,25 @@ class RecordingReader:
             while start < end:
                 stop = mapped.rfind(b"\n", start, min(start + PIECE_SIZE, end)) + 1
                 if stop <= start:  # a line longer than a piece, or the unterminated last one
-                    stop = mapped.find(b"\n", start) + 1
-                    if not stop:
+                    stop = mapped.find(b"\n", start) + 1 or end
+                    if stop - start > MAX_LINE:
+                        self._bad_line(start, 0, f"longer than {MAX_LINE} bytes")
+                        start = stop
+                        continue
+                    if mapped[stop - 1] != 10:
                         tail = bytes(view[start:])
-                        if tail.strip() and self._complete(tail):
+                        if self._complete(tail):
+                            self._piece, self._piece_at = tail, start
                             yield tail
                         break
                 self.stats.bytes_read = stop
-                yield view[start:stop]
+                piece = self._piece = view[start:stop]
+                self._piece_at = start
+                yield piece
                 start = stop
         finally:
             self.stats.bytes_read = end
+            self._piece = b""
             view.release()
             with contextlib.suppress(BufferError):  # a piece still held: closed when freed
                 mapped.close()
@@ -315,11 +443,7 @@ class RecordingReader:
         """Every line as a typed record; lines that are not records are counted and skipped."""
         for batch in self.record_batches():
             for line in batch:
-                record = line.typed()
-                if record is None:
-                    self.stats.bad_lines += 1
-                else:
-                    yield record
+                yield line.typed()
 
     def _complete(self, line: bytes) -> bool:
         """Whether the file's unterminated last line is whole (JSON); counted when not."""
@@ -329,9 +453,51 @@ class RecordingReader:
             orjson.loads(line)
         except orjson.JSONDecodeError:
             self.stats.truncated_tail = True
-            log.warning("%s: the last line is cut short (killed writer?); skipped", self.path)
             return False
         return True
+
+
+class _LineCounter:
+    """Line numbers of text offsets, from a second read of the file going no further."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._chunk = b""
+        self.start = 0
+        """The text offset of the chunk held (offsets before it need a new counter)."""
+        self._line = 1  # the line number at start
+
+    def line_at(self, offset: int) -> int:
+        """The number of the line holding text offset offset (of a line's first byte)."""
+        while offset > self.start + len(self._chunk):
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._line += self._chunk.count(b"\n")
+            self.start += len(self._chunk)
+            self._chunk = chunk
+        return self._line + self._chunk.count(b"\n", 0, offset - self.start)
+
+
+def _salvage(inflater: Any, data: bytes) -> Generator[bytes, None, int]:
+    """What data inflates to from inflater's state up to its first error, a bounded piece at
+    a time; returns the length of the prefix of data that inflates without error."""
+    done = 0
+    while done < len(data):
+        piece = data[done : done + _SALVAGE_STEP]
+        trial = inflater.copy()
+        try:
+            out = trial.decompress(piece)
+        except zlib.error:
+            good, out = _longest_valid_prefix(inflater, piece)
+            if out:
+                yield out
+            return done + good
+        if out:
+            yield out
+        inflater = trial
+        done += len(piece)
+    return done
 
 
 def _longest_valid_prefix(inflater: Any, data: bytes) -> tuple[int, bytes]:

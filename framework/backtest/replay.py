@@ -11,10 +11,12 @@ paging logic (:class:`framework.engine.matches.MatchCursor`); a new match goes t
 execution engine's ``attribute`` by way of ``on_match``. On the way, the replay notes every
 price the recording shows (:class:`PriceFinder`, the scan's rules).
 
-Virtual time is the record's ``ts`` (never going back); a
-:class:`~framework.backtest.timeline.Timeline` runs what is due in between, in time order:
-strategies' timers, the virtual match polls, price points of the paper venue, report
-samples, answers and deadlines of the execution engine.
+Virtual time is the record's ``ts``; a :class:`~framework.backtest.timeline.Timeline` runs
+what is due in between, in time order: strategies' timers, the virtual match polls, price
+points of the paper venue, report samples, answers and deadlines of the execution engine.
+Records are replayed in file order and time never goes back: a record older than the time
+reached is replayed at that time (counted in ``time_went_back``, the first one's line kept).
+Lines that are not records are the reader's: counted there, never replayed.
 
 What the recording holds about the recorded node's own trading is superseded by the paper
 venue in a backtest (``own_activity: supersede``, the default): its match records (entrustId
@@ -27,7 +29,7 @@ balances describe the recorded account and are not applied (the paper account's 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -117,6 +119,9 @@ class Replayer:
         """The prices the recording shows, found on the way (by the scan's rules)."""
         self.finished = False
         """True once run() has gone through the whole recording."""
+        self.first_back_line: int | None = None
+        """The line number of the first record older than the time reached before it."""
+        self._reader: RecordingReader | None = None
 
     def settle(self) -> None:
         """Let the execution engine send what its strategies just asked for."""
@@ -130,6 +135,7 @@ class Replayer:
         """Replay every record of reader; progress(bytes read) is called once per batch."""
         stats = self.stats
         bad_before = reader.stats.bad_lines
+        self._reader = reader
         lines = 0
         for batch in reader.record_batches():
             lines += len(batch)
@@ -139,10 +145,21 @@ class Replayer:
         for pair in list(self._rounds):
             self._finish(pair)
         self.finished = True
-        bad = reader.stats.bad_lines - bad_before  # lines that are not records: the reader's
-        stats.lines += lines + bad
-        stats.bad_lines += bad
+        stats.lines += lines  # lines that are not records are the reader's: not replayed
+        stats.bad_lines += reader.stats.bad_lines - bad_before
         return stats
+
+    def pairs(self, wanted: Collection[str] = ()) -> set[str]:
+        """The pairs the recording showed so far: polled, matched or opened.
+
+        With wanted, those polled or matched when one of them is among wanted (the opened
+        ones, a longer list, are not looked through then).
+        """
+        found = {pair for pair in self._cursors if pair}
+        found.update(self.prices.by_pair)
+        if not found.intersection(wanted):
+            found.update({pair for _, pair, _ in self.prices.new_positions})
+        return found
 
     def _replay_batch(self, batch: list[LineRecord]) -> None:
         """Replay one batch of records, in order."""
@@ -171,6 +188,8 @@ class Replayer:
                 clock.ms = now = ts
             elif ts < now:
                 stats.time_went_back += 1
+                if self.first_back_line is None:
+                    self._note_back(batch, record)
             frame = record.frame
             if frame is None:
                 self._rest(record, ts)
@@ -186,7 +205,7 @@ class Replayer:
                         stats.malformed_frames += 1
                     continue
                 if type(push) is PositionPush:
-                    if push.change_type is new and record.source == "ws":
+                    if push.change_type is new:
                         new_positions((ts, push.symbol, push.opening_price))
                     if own_positions and push.position_id in own_positions:
                         superseded += 1
@@ -223,15 +242,17 @@ class Replayer:
             stats.snapshots_skipped += 1
         elif path == BATCH_CREATE_PATH:
             stats.recorded_batches += 1
-        elif record.source != "rest":
-            stats.bad_lines += 1
-            stats.rest_answers -= 1
+
+    def _note_back(self, batch: list[LineRecord], record: LineRecord) -> None:
+        """Keep the line number of the first record that steps back in time."""
+        if self._reader is not None:
+            index = next(i for i, line in enumerate(batch) if line is record)
+            self.first_back_line = self._reader.line_of(index)
 
     def _match_page(self, record: LineRecord, ts: int) -> None:
         stats = self.stats
         body = record.body
-        if body is None:
-            stats.rest_errors += 1
+        if body is None:  # never: a REST line has a body
             return
         pair, match_id = self._query(record.query or "")
         paging = match_id is not None
@@ -256,8 +277,7 @@ class Replayer:
         if page is None:
             stats.rest_errors += 1  # a refused or malformed poll: live logged it, polled again
             return
-        if record.source == "rest":
-            self.prices.page(ts, page)
+        self.prices.page(ts, page)
         stats.match_pages += 1
         if not current.feed(page):
             self._finish(pair)

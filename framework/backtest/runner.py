@@ -20,7 +20,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -55,6 +55,7 @@ __all__ = [
     "BacktestSettings",
     "backtest_settings",
     "load_backtest_config",
+    "recording_warnings",
 ]
 
 log = logging.getLogger("framework.backtest")
@@ -87,6 +88,9 @@ class BacktestSettings:
     comes after the price points of its ms and before its orders and answers."""
     seed: int = 1
     """Seeds the client ids and the retry jitter (part of what makes runs identical)."""
+    strict: bool = False
+    """A line of the recording that is not a record stops the backtest (one line naming the
+    file and the line) instead of being counted and skipped."""
     paper: PaperSettings = PaperSettings()
 
 
@@ -189,6 +193,8 @@ class BacktestResult:
     paper: PaperVenue
     elapsed_s: float
     scan_s: float
+    warnings: list[str] = attrs.field(factory=list)
+    """What looks wrong in the recording, one line each (see :func:`recording_warnings`)."""
 
     @property
     def messages_per_second(self) -> float:
@@ -224,7 +230,7 @@ class Backtest:
         """Replay the whole recording; progress(bytes_read, total) is called as it goes."""
         began = time.perf_counter()
         config, settings = self.config, self.settings
-        reader = RecordingReader(self.recording)
+        reader = RecordingReader(self.recording, strict=settings.strict)
         sources = settings.price_sources
         positions: Literal["always", "fallback", "never"] = (
             "never"
@@ -373,6 +379,7 @@ class Backtest:
             paper=paper,
             elapsed_s=done - began,
             scan_s=scanned - began,
+            warnings=recording_warnings(self.recording, reader, replayer, config.pairs),
         )
 
     def _stop(
@@ -412,6 +419,39 @@ class Backtest:
         while not engine.idle and timeline.due_at <= horizon:  # in flight: answered
             timeline.run_until(timeline.due_at, replayer.settle)
         replayer.settle()
+
+
+def recording_warnings(
+    path: Path, reader: RecordingReader, replayer: Replayer, pairs: Collection[str]
+) -> list[str]:
+    """One line for each thing a replay found wrong in its recording, naming the file."""
+    read, stats = reader.stats, replayer.stats
+    found = []
+    if read.bad_lines:
+        found.append(
+            f"{read.bad_lines} line(s) that are not records skipped, not replayed (the first:"
+            f" line {read.first_bad_line}); backtest.strict or --strict refuses them"
+        )
+    if stats.time_went_back:
+        found.append(
+            f"time goes back {stats.time_went_back} time(s) (the first: line"
+            f" {replayer.first_back_line}); such records are replayed in file order, at the"
+            " latest time reached before them"
+        )
+    shown = replayer.pairs(pairs)
+    if not shown.intersection(pairs):
+        found.append(
+            f"none of the config's pairs ({', '.join(sorted(pairs))}) is in it (it shows:"
+            f" {', '.join(sorted(shown)) or 'no pair'}): they get no recorded price or match"
+        )
+    if read.truncated_tail:
+        found.append("its last line is cut short (a killed writer?): skipped")
+    if read.cut_members:
+        found.append(
+            f"{read.cut_members} gzip member(s) cut short (a killed writer?): read up to each"
+            " cut, then from the next member"
+        )
+    return [f"recording {path}: {line}" for line in found]
 
 
 @attrs.define(slots=True, eq=False)

@@ -239,30 +239,20 @@ def _scan_pass(
     view = reader.mapping()
     if view is not None:
         return _scan_mapped(view, keys, index, found)
-    tail = b""
     first_line: bytes | None = None
     last_line = b""
-    for chunk in RecordingReader(reader.path).chunks():  # the replay's byte count untouched
-        if tail:
-            chunk = tail + chunk
-        cut = chunk.rfind(b"\n")
-        if cut < 0:
-            tail = chunk
-            continue
-        tail = chunk[cut + 1 :]
+    # A reader of its own: the replay's byte count untouched. Lines longer than MAX_LINE are
+    # left out (the replay counts them).
+    for block, start, end in RecordingReader(reader.path).line_blocks():
+        cut = end - 1 if block[end - 1] == 10 else end  # the last line's end
+        if cut == end and not block[start:end].strip():
+            continue  # blanks after the last newline
         if first_line is None:
-            first_line = chunk[: chunk.find(b"\n")]
-        start = chunk.rfind(b"\n", 0, cut)
-        last_line = chunk[start + 1 : cut]
+            first_line = block[start : block.find(b"\n", start, end) if cut < end else end]
+        last_line = block[block.rfind(b"\n", start, cut) + 1 or start : cut]
         for key in keys:
-            for line in _lines_with(chunk, key, cut):
+            for line in _lines_with(block, key, cut, start):
                 _scan_line(line, index, found)
-    if tail.strip():
-        last_line = tail
-        if first_line is None:
-            first_line = tail
-        if any(key in tail for key in keys):
-            _scan_line(tail, index, found)
     return first_line, last_line
 
 
@@ -281,11 +271,11 @@ def _scan_mapped(
     return first_line, last_line
 
 
-def _lines_with(chunk: bytes | mmap.mmap, key: bytes, end: int) -> Iterator[bytes]:
-    """The lines of chunk[:end] that contain key, each once."""
-    position = chunk.find(key, 0, end)
+def _lines_with(chunk: bytes | mmap.mmap, key: bytes, end: int, begin: int = 0) -> Iterator[bytes]:
+    """The lines of chunk[begin:end] that contain key, each once (begin: a line's start)."""
+    position = chunk.find(key, begin, end)
     while position >= 0:
-        start = chunk.rfind(b"\n", 0, position) + 1
+        start = chunk.rfind(b"\n", begin, position) + 1 or begin
         stop = chunk.find(b"\n", position, end + 1)
         if stop < 0:
             stop = end

@@ -17,10 +17,11 @@ Only what came in is written: frames and response bodies, plus the request's pat
 keys an acknowledgement might echo (apiKey, signature, secret) are dropped from it.
 
 Crash safety: each line (or small batch, ``flush_every``) goes to the file in one unbuffered
-write, so a killed process leaves every line written so far. With a ``.gz`` name the stream
+write, so a killed process leaves every line written so far. A new file with a ``.gz`` name
 is compressed and sync-flushed at the same points (``Z_SYNC_FLUSH``): a cut file lacks only
-the gzip trailer and reads back up to its last line. An existing file is appended to (a
-plain file's cut last line is closed with a newline first; a gzip file gets a new member).
+the gzip trailer and reads back up to its last line. An existing file is appended to in the
+encoding it holds, whatever its name, as the reader finds it (a plain file's cut last line
+is closed with a newline first; a gzip file gets a new member).
 The live hooks never raise: a write failure is logged once, counted, and recording stops.
 """
 
@@ -37,6 +38,7 @@ from typing import Any, Final
 
 import orjson
 
+from framework.backtest.recording import is_gzip
 from framework.venue.requests import MATCHES_PATH
 
 __all__ = ["CREDENTIAL_KEYS", "Recorder", "RecordingWriter"]
@@ -52,7 +54,7 @@ _NEWLINE: Final = orjson.OPT_APPEND_NEWLINE
 
 
 class RecordingWriter:
-    """Writes records to a JSON lines file (gzip, sync-flushed, when the name ends in .gz)."""
+    """Writes records to a JSON lines file (gzip, sync-flushed, for a new file named .gz)."""
 
     def __init__(
         self,
@@ -66,7 +68,6 @@ class RecordingWriter:
         if flush_every < 1:
             raise ValueError(f"flush_every must be at least 1, got {flush_every}")
         self.path = Path(path)
-        self.gzip = self.path.name.endswith(".gz")
         self.flush_every = flush_every
         self._redact = tuple(s for s in redact if s)
         self._pending: list[bytes] = []
@@ -76,6 +77,7 @@ class RecordingWriter:
         existed = self.path.exists() and self.path.stat().st_size > 0
         if existed and not append:
             raise FileExistsError(f"{self.path} exists (pass append=True to add to it)")
+        self.gzip = is_gzip(self.path) if existed else self.path.name.endswith(".gz")
         # Unbuffered: one os-level write per flush, so a kill never leaves half a buffer.
         self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 (closed in close())
         self._deflate = zlib.compressobj(level, zlib.DEFLATED, 31) if self.gzip else None
