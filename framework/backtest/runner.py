@@ -48,6 +48,7 @@ from framework.engine.strategy import Strategy
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountBalance
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
+from framework.yaml_read import read_config_text
 
 __all__ = [
     "Backtest",
@@ -100,9 +101,13 @@ class BacktestSettings:
 def _split_section(text: str, name: str = "backtest") -> tuple[str, Any, int | None]:
     """The text with its top-level ``name:`` section blanked (line numbers kept)."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        return _split(text, name)
+    except (yaml.YAMLError, RecursionError):  # too deep for PyYAML's recursive composer
         return text, None, None  # parse_config reports the YAML error with its line
+
+
+def _split(text: str, name: str) -> tuple[str, Any, int | None]:
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
     if not isinstance(node, yaml.MappingNode):
         return text, None, None
     for key, value in node.value:
@@ -128,9 +133,9 @@ def load_backtest_config(
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read: {exc.strerror or exc}") from None
+        text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
+    except ConfigProblems as exc:
+        raise ConfigError("\n".join(exc.problems)) from None
     stripped, section, _line = _split_section(text)
     if not venue:
         stripped = _split_section(stripped, "venue")[0]

@@ -93,7 +93,8 @@ def test_every_yaml_entry_point_refuses_an_alias_bomb_in_one_line(
 
 
 @pytest.mark.parametrize(
-    ("command", "code", "prefix"), [(("venue", "--config"), 2, "venue: "), (("sweep", "-c"), 1, "")]
+    ("command", "code", "prefix"),
+    [(("venue", "--config"), 2, "venue: "), (("sweep", "-c"), 1, ""), (("backtest", "-c"), 1, "")],
 )
 def test_every_yaml_entry_point_says_a_file_is_not_utf8_in_one_line(
     tmp_path: Path, command: tuple[str, str], code: int, prefix: str
@@ -270,3 +271,13 @@ def test_without_libyaml_the_same_bounds_hold(
     with pytest.raises(ConfigProblems) as caught:
         parse_config(text, source="x.yaml", env={})
     assert caught.value.problems == (expected,)
+
+
+def test_backtest_refuses_deep_nesting_in_one_line(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("pairs: {ETH-USD: {}}\nx: " + "[" * 5000 + "]" * 5000 + "\n")
+    result = run("backtest", "-c", str(deep))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        f"{deep}: not valid YAML: exceeded maximum nesting depth (line 2)"
+    ]
