@@ -46,13 +46,22 @@ from framework.venue.errors import (
 from framework.venue.public_info import PAIRS_PATH, TIME_PATH, public_request
 from framework.venue.signing import make_signer
 
-__all__ = ["CLOCK_FAIL_MS", "CLOCK_WARN_MS", "Finding", "diagnose", "doctor_main"]
+__all__ = [
+    "CLOCK_FAIL_MS",
+    "CLOCK_WARN_MS",
+    "JOURNAL_TIMEOUT_S",
+    "Finding",
+    "diagnose",
+    "doctor_main",
+]
 
 Status = Literal["ok", "warn", "fail", "skip"]
 CLOCK_WARN_MS: Final = 1_000
 """A venue clock further off than this is a warning."""
 CLOCK_FAIL_MS: Final = 5_000
 """Further off than this fails: the venue refuses signatures it finds stale."""
+JOURNAL_TIMEOUT_S: Final = 30.0
+"""The journal's check (SQLite's quick_check reads the whole file) gives up after this."""
 _OPEN: Final = "('PENDING', 'UNKNOWN', 'ACCEPTED')"
 _SHOWN: Final = 10  # names listed at most in one line
 
@@ -112,7 +121,8 @@ async def diagnose(
     else:
         secrets.extend(config.secrets())
         await _venue_checks(config, clock, found)
-        found(*_journal(config))
+        journal = anyio.to_thread.run_sync(_journal, config, abandon_on_cancel=True)
+        found(*await _bounded("journal", JOURNAL_TIMEOUT_S, journal))
         found(*_metrics(config))
     found("skip", "market-data", "this version reads no market data")
     return findings
@@ -124,20 +134,26 @@ def _config(path: str, found: Found) -> Config | None:
         config = load_config(path)
     except ConfigError as exc:
         problems = str(exc).splitlines() or ["cannot be read"]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        found("fail", "config", f"{problems[0]}{more}; perpframe check -c {path} lists them")
+        found("fail", "config", _first(problems, path))
         return None
     from framework.live.cli import build_problems
 
     problems = build_problems(config)
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        found("fail", "config", problems[0] + more)
+        found("fail", "config", _first(problems, path))
     else:
         venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
         found("ok", "config", f"{path}: venue {venue}; pairs {', '.join(config.pairs)};"
               f" {len(config.strategies)} strategies built")  # fmt: skip
     return config
+
+
+def _first(problems: list[str], path: str) -> str:
+    """The first problem, and how many more ``perpframe check`` lists."""
+    more = len(problems) - 1
+    return problems[0] + (
+        f" (and {more} more: perpframe check -c {path} lists them)" if more else ""
+    )
 
 
 async def _venue_checks(config: Config, clock: Clock, found: Found) -> None:

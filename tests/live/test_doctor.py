@@ -222,3 +222,14 @@ async def test_a_venue_that_does_not_answer_fails_and_skips_what_needs_it(
     for check in ("key", "clock", "stream", "pairs"):
         assert (found[check].status, found[check].text) == ("skip", "the venue is not reachable")
     assert found["journal"].status == "ok"  # does not exist yet
+
+
+@pytest.mark.anyio
+async def test_a_config_that_does_not_load_fails_first_and_the_rest_is_skipped(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    path = embedded(tmp_path, "pairs_typo: 1\n")
+    found = await doctor(path)
+    assert found["config"].status == "fail"
+    assert found["config"].text.startswith("pairs_typo: unknown key")
+    assert {found[c].status for c in CHECKS[1:]} == {"skip"}
