@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "add_strategy_dirs", "console", "main", "usage", "version
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "live": ("framework.live.cli", "live_main", "run strategies as a daemon (-c FILE)"),
     "check": ("framework.live.cli", "check_main", "validate a YAML config (-c FILE)"),
+    "doctor": ("framework.live.doctor", "doctor_main", "preflight a live config, no trading"),
     "new-strategy": ("framework.scaffold", "main", "write NAME.py and NAME.yaml to start from"),
     "venue": ("framework.twin.cli", "main", "serve the venue twin, a local exchange"),
     "record": ("framework.backtest.cli", "record_main", "record pushes and polls to JSONL"),

@@ -37,6 +37,14 @@ from framework.venue import models as m
 from framework.venue import order_management as om
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import TooManyPages
+from framework.venue.public_info import (
+    PAIRS_PATH,
+    TIME_PATH,
+    PairListing,
+    parse_pair_list,
+    parse_server_time,
+    public_request,
+)
 from framework.venue.requests import (
     MAX_CANCEL_BATCH,
     OrderManagementPaths,
@@ -198,6 +206,18 @@ class RestClient:
         )
         result: list[m.MatchRecord] = await self.call(request)
         return result
+
+    # ------------------------------------------------ public info calls (VENUE-FACTS, unsigned)
+
+    async def server_time(self) -> int:
+        """The venue's clock in ms (ExtensionUnavailable on HTTP 404)."""
+        status, body = await self.send(public_request(TIME_PATH))
+        return parse_server_time(status, body, self._codec)
+
+    async def pair_list(self) -> dict[str, PairListing]:
+        """The pairs the venue lists, with the rules each states (ExtensionUnavailable on 404)."""
+        status, body = await self.send(public_request(PAIRS_PATH))
+        return parse_pair_list(status, body, self._codec)
 
     # ------------------------------------------------ order-management extension (VENUE-FACTS)
 

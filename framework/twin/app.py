@@ -50,6 +50,11 @@ Decisions where SPEC.md is silent:
   timestamp-checked as above (a missing timestamp is 2002), routed only while the setting
   ``order_management`` is true (otherwise HTTP 404, as any unknown path). After a cancel
   path executed, drop_response and error_after_accept apply as on batchCreate.
+* Public info (VENUE-FACTS: unsigned GETs; latency and refusal faults apply): the time path
+  answers the twin's clock in ms plus ``clock_offset_ms`` (the clock the timestamp checks
+  use too; the exchange's own times are not offset); the pairs path lists every pair with
+  the rules the twin enforces, camelCase (``pairName``, ``contractPairId``, ``settleCoin``,
+  ``priceDecimals``, ``minQuantity``..., decimals as strings, ``positionTypes`` a list).
 * WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
   signature (over ``str(timestamp)``) does not verify, whose timestamp is outside the window
   or which lacks pair/symbol is acknowledged with ``success: false`` and a reason in ``msg``,
@@ -91,7 +96,9 @@ from framework.twin.orders import parse_orders
 from framework.twin.params import Refused, page
 from framework.twin.received_orders import ReceivedOrders
 from framework.twin.settings import TwinSettings
+from framework.venue.codec import plain_decimal
 from framework.venue.errors import render_message
+from framework.venue.public_info import PAIRS_PATH, TIME_PATH
 
 __all__ = ["BALANCE_PATH", "BATCH_PATH", "MATCHES_PATH", "POSITIONS_PATH", "TwinApp"]
 
@@ -149,6 +156,8 @@ class TwinApp:
             Route(POSITIONS_PATH, self.position_list, methods=["POST"]),
             Route(BALANCE_PATH, self.balance, methods=["POST"]),
             Route(MATCHES_PATH, self.match_list, methods=["POST"]),
+            Route(TIME_PATH, self.server_time, methods=["GET"]),
+            Route(PAIRS_PATH, self.pair_list, methods=["GET"]),
             WebSocketRoute(settings.ws_path, self.websocket),
         ]
         if settings.order_management:
@@ -160,6 +169,10 @@ class TwinApp:
     def now_ms(self) -> int:
         """The twin's time in milliseconds."""
         return int(self.clock() * 1000)
+
+    def venue_clock_ms(self) -> int:
+        """The clock the twin shows (time endpoint, timestamp checks): clock_offset_ms added."""
+        return self.now_ms() + self.settings.clock_offset_ms
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -218,7 +231,7 @@ class TwinApp:
         if value is None:
             raise Refused(missing_code, "timestamp")
         stamp = parse_timestamp(value)
-        if stamp is None or not within_window(stamp, self.now_ms(), self._window_ms):
+        if stamp is None or not within_window(stamp, self.venue_clock_ms(), self._window_ms):
             raise Refused(2001, "timestamp")
 
     async def _query_call(self, request: Request) -> tuple[Credentials, dict[str, str]] | Response:
@@ -422,6 +435,39 @@ class TwinApp:
         )
         return self._answer(200, "SUCCESS", [wire.match_object(m) for m in found])
 
+    async def server_time(self, request: Request) -> Response:
+        """Public (VENUE-FACTS): the twin's clock in ms."""
+        early = await self._pre(request)
+        return early or self._answer(200, "SUCCESS", self.venue_clock_ms())
+
+    async def pair_list(self, request: Request) -> Response:
+        """Public (VENUE-FACTS): every pair with the rules the twin enforces."""
+        early = await self._pre(request)
+        if early is not None:
+            return early
+        data = []
+        for name, market in self.exchange.markets.items():
+            rules = market.rules
+            data.append(
+                {
+                    "pairName": name,
+                    "contractPairId": market.contract_pair_id,
+                    "settleCoin": market.coin,
+                    "priceDecimals": rules.price_decimals,
+                    "quantityDecimals": rules.quantity_decimals,
+                    "minQuantity": plain_decimal(rules.min_quantity),
+                    "maxQuantity": plain_decimal(rules.max_quantity),
+                    "minLever": rules.min_lever,
+                    "maxLever": rules.max_lever,
+                    "maxOneWayQuantity": plain_decimal(rules.max_one_way_quantity),
+                    "maxTotalQuantity": plain_decimal(rules.max_total_quantity),
+                    "minNotional": plain_decimal(rules.min_notional),
+                    "trading": rules.trading,
+                    "positionTypes": list(rules.position_types),
+                }
+            )
+        return self._answer(200, "SUCCESS", data)
+
     async def order_call(self, request: Request) -> Response:
         """The order-management extension's paths (framework.twin.order_management)."""
         call = await self._query_call(request)
@@ -531,7 +577,7 @@ class TwinApp:
             )
         except AuthRefused as exc:
             return refuse(f"Unauthorized: {exc}")
-        if not within_window(stamp, self.now_ms(), self._window_ms):
+        if not within_window(stamp, self.venue_clock_ms(), self._window_ms):
             return refuse(render_message(2001, "timestamp"))
         self.counters.subscriptions += 1
         if event == "api_position":

@@ -222,6 +222,9 @@ class TwinSettings:
     batch_mode: Literal["partial", "atomic"] = "partial"
     order_id_key: Literal["corderId", "cOrderId"] = "corderId"
     timestamp_window: float = attrs.field(default=30.0, validator=_non_negative)
+    # Milliseconds added to the twin's clock (its time endpoint and the timestamp check): a
+    # venue whose clock is off from this machine's, for ``perpframe doctor``'s clock check.
+    clock_offset_ms: int = 0
     default_sign_type: int = 2
     max_orders: int = 20
     default_page_size: int = 20
