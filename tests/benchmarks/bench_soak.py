@@ -1,6 +1,8 @@
 """Memory soak: the daemon's RSS over a long run of positions opening and closing.
 
     python tests/benchmarks/bench_soak.py [--minutes 11] [--trace [--diff M N]] [--log-level L]
+                                          [--metrics [--scrape-every S]] [--demo [CONFIG]]
+                                          [--embedded] [--memory-journal]
 
 The venue twin runs in a process of its own (``python -m framework.twin.cli --port 0``), so
 only the daemon's memory is measured. The daemon (``framework.live.node.Node``, file journal
@@ -10,6 +12,17 @@ that shows it closed by one opening a new one, so every round trip makes a new p
 two pushes, two orders and two matches. Printed: RSS (VmRSS of this process) at start,
 after one minute and at the end, the growth per 10 minutes after the first minute (target
 < 1 MB per 10 min), and the run's tallies.
+
+``--metrics`` turns the daemon's metrics endpoint on (``metrics.enabled``, a free port) and
+scrapes ``/metrics`` every ``--scrape-every`` seconds (default 2) from a process of its own,
+as Prometheus would; the end prints the scrapes answered and the series count of the first
+and last scrape. ``--demo`` runs a config's pairs, polling and strategies instead of the
+flipper (default ``configs/demo.yaml``: ladder and pulse), its twin settings given to the
+twin's process. ``--embedded`` runs the twin inside the daemon's process, as
+``venue.embedded: true`` does (the twin's memory is then counted too), and
+``--memory-journal`` keeps the journal in memory (``:memory:``, the default with the
+embedded twin) instead of a file: ``--demo --embedded --memory-journal --metrics`` is
+``run.py live -c configs/demo.yaml`` with metrics scraped.
 
 Each minute a line shows where the memory is: RSS and its anonymous part; CPython's
 small-object allocator, bytes in live blocks / arenas mapped (``sys._debugmallocstats``: the
@@ -39,6 +52,7 @@ import time
 import tracemalloc
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -50,6 +64,30 @@ from framework import OrderIntent, PositionPush, Strategy  # noqa: E402
 
 PAIR = "ETH-USD"
 SIZE = Decimal("0.01")
+DEMO = ROOT / "configs" / "demo.yaml"
+
+# The scraper's process: GET url every `every` seconds until SIGTERM, then print
+# "<answered> <failed> <series in the first answer> <series in the last>".
+SCRAPER = """
+import signal, sys, time, urllib.request
+url, every = sys.argv[1], float(sys.argv[2])
+ok = failed = 0
+first = last = -1
+def done(*_):
+    print(ok, failed, first, last, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, done)
+while True:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            body = answer.read()
+        series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+        first = series if first < 0 else first
+        last, ok = series, ok + 1
+    except OSError:
+        failed += 1
+    time.sleep(every)
+"""
 
 
 class Flipper(Strategy):
@@ -174,10 +212,46 @@ def file_mb(path: str) -> float:
         return 0.0
 
 
-def start_twin() -> tuple[subprocess.Popen[str], str, str]:
-    """The venue twin in a process of its own; returns it, its REST and WS addresses."""
+def twin_yaml(data: dict[str, Any]) -> str:
+    """The twin settings (configs/venue.yaml form) the embedded twin would get from config data.
+
+    Built by ``framework.live.embedded.twin_settings``: the config's ``venue.twin`` with the
+    pairs of ``pairs:`` and their rules (a pair the twin knows keeps its starting mark).
+    """
+    import attrs
+    import yaml
+
+    from framework.config import parse_config
+    from framework.live.embedded import twin_settings
+
+    embedded = {**data, "venue": {"embedded": True, "twin": data["venue"].get("twin") or {}}}
+    settings = twin_settings(parse_config(yaml.safe_dump(embedded), env={}))
+
+    def plain(_: Any, __: Any, value: Any) -> Any:
+        return str(value) if isinstance(value, Decimal) else value
+
+    out = attrs.asdict(settings, value_serializer=plain)
+    for name in ("host", "port"):  # the twin's process listens on a free port
+        out.pop(name)
+    return yaml.safe_dump(out)
+
+
+def start_twin(settings: str | None = None) -> tuple[subprocess.Popen[str], str, str]:
+    """The venue twin in a process of its own; returns it, its REST and WS addresses.
+
+    settings: the text of a twin settings file (configs/venue.yaml form), or None.
+    """
+    args = [sys.executable, "-m", "framework.twin.cli", "--port", "0", "--balance", "1000000000"]
+    with tempfile.TemporaryDirectory() as tmp:
+        if settings is not None:
+            Path(tmp, "twin.yaml").write_text(settings)
+            args += ["--config", str(Path(tmp, "twin.yaml"))]
+        return _started(args)
+
+
+def _started(args: list[str]) -> tuple[subprocess.Popen[str], str, str]:
     twin = subprocess.Popen(
-        [sys.executable, "-m", "framework.twin.cli", "--port", "0", "--balance", "1000000000"],
+        args,
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -196,16 +270,31 @@ def start_twin() -> tuple[subprocess.Popen[str], str, str]:
     raise SystemExit("the twin did not start")
 
 
-async def soak(
-    rest: str,
-    ws: str,
-    minutes: float,
-    journal: str,
-    trace: bool = False,
-    diff: tuple[int, int] | None = None,
-    log_level: str = "WARNING",
-) -> None:
-    """Run the daemon for minutes; print RSS figures."""
+def config_data(args: argparse.Namespace, venue: dict[str, Any], journal: str) -> dict[str, Any]:
+    """The daemon's config (as parsed YAML): the flipper's, or the pairs, polling and
+    strategies of --demo's config; venue, journal, logging and metrics from the flags."""
+    if args.demo is None:
+        data: dict[str, Any] = {
+            "node": {"name": "soak"},
+            "pairs": {PAIR: {}},
+            "polling": {"match_interval_s": 1.0},
+            "execution": {"calls_per_second": 10000.0},
+            "strategies": [{"name": "flip", "class": "tests.benchmarks.bench_soak:Flipper"}],
+        }
+    else:
+        import yaml
+
+        data = yaml.safe_load(Path(args.demo).read_text())
+    data["venue"] = venue
+    data["journal"] = {"path": ":memory:" if args.memory_journal else journal}
+    data["logging"] = {"level": args.log_level}
+    if args.metrics:
+        data["metrics"] = {"enabled": True, "port": 0}
+    return data
+
+
+async def soak(args: argparse.Namespace, venue: dict[str, Any], journal: str) -> None:
+    """Run the daemon for args.minutes against venue; print RSS figures."""
     import yaml
 
     from framework.config import parse_config
@@ -214,16 +303,9 @@ async def soak(
     from framework.live.node import Node
     from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 
-    data = {
-        "node": {"name": "soak"},
-        "venue": {"base_url": rest, "ws_url": ws, "api_key": "${KEY}", "api_secret": "${SECRET}"},
-        "pairs": {PAIR: {}},
-        "polling": {"match_interval_s": 1.0},
-        "execution": {"calls_per_second": 10000.0},
-        "journal": {"path": journal},
-        "logging": {"level": log_level},
-        "strategies": [{"name": "flip", "class": "tests.benchmarks.bench_soak:Flipper"}],
-    }
+    minutes, trace, log_level = args.minutes, args.trace, args.log_level
+    diff: tuple[int, int] | None = None if args.diff is None else tuple(args.diff)
+    data = config_data(args, venue, journal)
     env = {"KEY": DEMO_API_KEY, "SECRET": DEMO_PRIVATE_KEY}
     config = parse_config(yaml.safe_dump(data), env=env)
     # The daemon's log on stderr, as `perpframe live` shows it: a daemon that goes down or
@@ -266,6 +348,14 @@ async def soak(
     async with anyio.create_task_group() as tg:
         tg.start_soon(node.run)
         await node.started.wait()
+        scraper = None
+        if node.metrics_port is not None:
+            url = f"http://127.0.0.1:{node.metrics_port}/metrics"
+            scraper = subprocess.Popen(
+                [sys.executable, "-c", SCRAPER, url, str(args.scrape_every)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
         print(f"start     {mark()}", flush=True)
         start = time.monotonic()
         next_print = 60.0
@@ -280,6 +370,7 @@ async def soak(
             print(f"end       {line}", flush=True)
         if node.stop_reason:  # the daemon stopped by itself: its log says why
             print(f"the daemon stopped before the end: {node.stop_reason}", flush=True)
+        scraped = stop_scraper(scraper)
         node.request_stop("soak over")
     summary = node.summary()
     if len(snapshots) == 2:
@@ -313,6 +404,24 @@ async def soak(
         f"pushes {pushes} ({pushes / (t_end - t0):.0f}/s), orders sent {summary['orders_sent']},"
         f" matches {summary['matches']}, reconnects {summary['reconnects']}"
     )
+    if scraped:
+        print(scraped)
+
+
+def stop_scraper(scraper: subprocess.Popen[str] | None) -> str:
+    """Stop the scraper's process; the line saying what it scraped ("" without one)."""
+    if scraper is None:
+        return ""
+    scraper.terminate()
+    out, _ = scraper.communicate(timeout=30)
+    try:
+        ok, failed, first, last = (int(n) for n in out.split())
+    except ValueError:
+        return f"metrics scraper: no tally (exit status {scraper.returncode})"
+    return (
+        f"/metrics scraped {ok} times ({failed} failed), series in the first answer {first},"
+        f" in the last {last}"
+    )
 
 
 def main() -> None:
@@ -332,25 +441,53 @@ def main() -> None:
         metavar=("M", "N"),
         help="with --trace: compare minute M (0: the start) with minute N (default: 1, the end)",
     )
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve the metrics endpoint and scrape /metrics from another process",
+    )
+    parser.add_argument(
+        "--scrape-every", type=float, default=2.0, metavar="S", help="seconds between scrapes (2)"
+    )
+    parser.add_argument(
+        "--demo",
+        nargs="?",
+        const=str(DEMO),
+        metavar="CONFIG",
+        help="run this config's pairs, polling and strategies (default configs/demo.yaml)",
+    )
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="the twin in the daemon's process (venue.embedded), counted in its RSS",
+    )
+    parser.add_argument(
+        "--memory-journal", action="store_true", help="journal.path :memory: instead of a file"
+    )
     args = parser.parse_args()
     if args.trace:
         tracemalloc.start(8)
-    twin, rest, ws = start_twin()
+    demo: dict[str, Any] = {}
+    if args.demo is not None:
+        import yaml
+
+        demo = yaml.safe_load(Path(args.demo).read_text())
+    twin = None
+    if args.embedded:
+        venue: dict[str, Any] = {"embedded": True, "twin": demo.get("venue", {}).get("twin")}
+        if venue["twin"] is None:
+            del venue["twin"]
+    else:
+        twin, rest, ws = start_twin(twin_yaml(demo) if demo else None)
+        key = {"api_key": "${KEY}", "api_secret": "${SECRET}"}
+        venue = {"base_url": rest, "ws_url": ws, **key}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            anyio.run(
-                soak,
-                rest,
-                ws,
-                args.minutes,
-                f"{tmp}/journal.db",
-                args.trace,
-                None if args.diff is None else tuple(args.diff),
-                args.log_level,
-            )
+            anyio.run(soak, args, venue, f"{tmp}/journal.db")
     finally:
-        twin.terminate()
-        twin.wait()
+        if twin is not None:
+            twin.terminate()
+            twin.wait()
 
 
 if __name__ == "__main__":
