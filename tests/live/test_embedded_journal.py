@@ -17,12 +17,14 @@ from framework.live.journal import Journal
 from framework.live.node import Node
 from tests.node_running import running
 from tests.sqlite_memory import sqlite_memory_used
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
 
 CONFIG = """\
 venue: {embedded: true, twin: {prices: {tick_interval: 0}}}
 pairs: {ETH-USD: {}}
+polling: {match_interval_s: 0.1}
 strategies:
   - {name: idle, class: "tests.live.test_embedded_journal:Idle"}
 """
@@ -68,6 +70,12 @@ async def test_a_node_without_journal_path_keeps_only_the_page_cache_in_memory()
     assert in_memory > 5 * BOUND  # the figure sees a journal's rows when they stay in memory
     node = Node(parse_config(CONFIG, env={}))
     async with running(node):
-        assert node.journal is not None
-        grown = growth(node.journal)
+        stream, poller, journal = node.stream, node.poller, node.journal
+        assert stream is not None and poller is not None and journal is not None
+        # Connected and resynced first (the resync ends with a match poll): the writes below
+        # hold the event loop, and a stop cannot then come in the middle of the start-up.
+        await eventually(lambda: stream.stats.connects >= 1)
+        polls = poller.stats.polls
+        await eventually(lambda: poller.stats.polls >= polls + 2)
+        grown = growth(journal)
     assert grown < BOUND, f"the journal grew by {grown} bytes over {MEASURED} intents"
