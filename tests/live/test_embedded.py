@@ -33,3 +33,23 @@ async def test_a_pair_the_twin_does_not_know_is_traded_and_said_to_be_play_price
             "embedded venue twin: SOL-USD is not a pair it knows (ETH-USD, BTC-USD); its mark"
             " starts at 2000 and walks from there: play prices, not the market's"
         ]
+
+
+HISTORY = ("order_history_limit", "match_history_limit", "client_id_history_limit")
+KEPT = 10_000
+"""What the embedded twin keeps of each (the twin's own default is 100000: some 150 MB)."""
+
+
+async def test_the_embedded_twin_keeps_a_bounded_history_unless_venue_twin_sets_one() -> None:
+    async with open_venue(parse_config(CONFIG, env={})) as venue:
+        assert venue.twin is not None
+        kept = venue.twin.settings
+        assert [getattr(kept, name) for name in HISTORY] == [KEPT] * 3
+        assert kept.received_orders_limit == KEPT
+    chosen = CONFIG.replace(
+        "{embedded: true}", "{embedded: true, twin: {order_history_limit: 500}}"
+    )
+    async with open_venue(parse_config(chosen, env={})) as venue:
+        assert venue.twin is not None
+        kept = venue.twin.settings
+        assert [getattr(kept, name) for name in HISTORY] == [500] + [KEPT] * 2
