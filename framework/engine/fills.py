@@ -8,7 +8,9 @@ A match carries the venue's orderId (``entrustId``), never a clientOrderId. The
   quantity), or one filled or cancelled lately, across restarts too (a late match still names
   its intent; a CANCELED order's raises what has filled of it);
 * the only intent in doubt (UNKNOWN, or LOST while it may rest) that could own the match:
-  same pair, side and quantity, its price within the limit (FILLED);
+  same pair and side, its price within the limit, the match its whole quantity (FILLED); a
+  match that may be a part of a larger intent in doubt is evidence for none (it names its
+  possible owners and is remembered by orderId, for a list or record naming its order);
 * with several such intents in doubt, no intent: the orderId is counted for their doubt group
   (``candidates`` on the match), which is settled by count (see
   :class:`~framework.engine.reconcile.Ledger`).
