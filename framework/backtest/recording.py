@@ -41,6 +41,7 @@ import attrs
 import msgspec
 import orjson
 
+from framework.recording_format import GZIP_MAGIC, is_gzip
 from framework.venue.errors import FrameworkError
 
 __all__ = [
@@ -70,14 +71,7 @@ MAX_LINE: Final = 64 << 20
 """Bytes of the longest line read (a recorded answer is at most 16 MB, escaped): a longer
 one is not a record, counted and skipped unread."""
 
-_GZIP_MAGIC: Final = b"\x1f\x8b\x08"
 _SALVAGE_STEP: Final = 4096  # compressed bytes inflated at once after an error (~4 MB out)
-
-
-def is_gzip(path: str | Path) -> bool:
-    """Whether the file starts with gzip's magic bytes (its name does not matter)."""
-    with open(path, "rb") as handle:
-        return handle.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
 
 
 class WsLine(msgspec.Struct, tag_field="source", tag="ws", gc=False):
@@ -245,14 +239,14 @@ class RecordingReader:
                 # what the cut member still yields, then start again at the next gzip header.
                 good = yield from _salvage(saved, data)
                 stats.cut_members += 1
-                found = data.find(_GZIP_MAGIC, good)
+                found = data.find(GZIP_MAGIC, good)
                 while found < 0:
                     more = handle.read(read)
                     if not more:
                         return
                     stats.bytes_read += len(more)
                     data = data[-2:] + more
-                    found = data.find(_GZIP_MAGIC)
+                    found = data.find(GZIP_MAGIC)
                 inflater = zlib.decompressobj(31)
                 data = data[found:]
                 continue

@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import orjson
 
-from framework.backtest.recording import is_gzip
+from framework.recording_format import is_gzip
 from framework.venue.requests import MATCHES_PATH
 
 __all__ = ["CREDENTIAL_KEYS", "Recorder", "RecordingWriter"]
