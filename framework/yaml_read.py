@@ -496,6 +496,10 @@ def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
     return " ".join(str(exc).split())
 
 
+_LIBYAML_TOO_DEEP: Final = "exceeded maximum nesting depth"
+"""libyaml's own refusal of a run of flow collections (its limit is 1000 levels)."""
+
+
 def _build(text: str, source: str) -> tuple[Any, _Builder]:
     """The document's data and its builder (lines, duplicate keys), or ConfigProblems."""
     parser: Any = None
@@ -507,7 +511,16 @@ def _build(text: str, source: str) -> tuple[Any, _Builder]:
         where = f" (line {exc.line})" if exc.line is not None else ""
         raise ConfigProblems([f"{source}: {exc.problem}{where}"]) from None
     except yaml.YAMLError as exc:
-        raise ConfigProblems([f"{source}: not valid YAML: {_yaml_problem(exc, text)}"]) from None
+        problem = _yaml_problem(exc, text)
+        if problem.startswith(_LIBYAML_TOO_DEEP):
+            # libyaml's scanner reads a run of '[' ahead of the events the builder counts,
+            # so say what the builder says without libyaml
+            problem = f"refused: nested more than {MAX_DEPTH} levels deep" + problem.removeprefix(
+                _LIBYAML_TOO_DEEP
+            )
+        else:
+            problem = f"not valid YAML: {problem}"
+        raise ConfigProblems([f"{source}: {problem}"]) from None
     finally:
         if parser is not None and hasattr(parser, "dispose"):
             parser.dispose()
