@@ -3,11 +3,15 @@
 What the open-order check (:mod:`framework.live.order_check`) and the position refresh
 (:mod:`framework.live.position_refresh`) share: ``interval`` trigger, ``max_instances=1``
 and ``coalesce`` (a slow round is never run twice at once, missed runs become one), no
-misfire grace, the first run one interval from now, and removal at the node's stop.
+misfire grace, the first run one interval from now, and removal at the node's stop. A
+round still running when the loop ends is cancelled; it ends quietly (logged at DEBUG),
+where apscheduler would log the cancellation as a failed job with its traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +19,8 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 __all__ = ["IntervalJob"]
+
+log = logging.getLogger("framework.node")
 
 
 class IntervalJob:
@@ -38,8 +44,17 @@ class IntervalJob:
     def start(self, scheduler: AsyncIOScheduler) -> None:
         """Add the job to a running scheduler; its first run is one interval from now."""
         self._scheduler = scheduler
+        each_round = self.round()
+
+        async def job() -> None:
+            try:
+                await each_round()
+            except asyncio.CancelledError:
+                # the top frame of a task apscheduler started and nobody awaits: a stop
+                log.debug("%s cancelled mid-round", self.JOB_NAME)
+
         scheduler.add_job(
-            self.round(),
+            job,
             "interval",
             seconds=self.interval_s,
             id=self.JOB_ID,
