@@ -97,6 +97,11 @@ def main(argv: list[str], prog: str = "perpframe") -> int:
         # it through: a sentence and the shell's code for SIGINT, not a traceback.
         print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (``perpframe doctor | head -1``): stop quietly, as cat does;
+        # stdout now points at /dev/null so the interpreter's last flush cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # the shell's code for SIGPIPE
     return result
 
 

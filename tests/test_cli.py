@@ -204,3 +204,25 @@ def test_ctrl_c_while_a_command_is_imported_is_a_sentence_and_130(
     monkeypatch.setitem(cli.COMMANDS, "slow", ("slow_command", "main", "a slow command"))
     assert cli.main(["slow"]) == 130
     assert capsys.readouterr().err == "slow: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    "command", [("doctor", "-c", "configs/demo.yaml"), ("check", "-c", "configs/demo.yaml")]
+)
+def test_a_closed_pipe_on_stdout_ends_quietly(command: tuple[str, ...]) -> None:
+    """``perpframe doctor | head -1``: the reader gone, no traceback, the SIGPIPE code."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line: every write fails
+    try:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "run.py"), *command],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
