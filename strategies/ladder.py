@@ -144,6 +144,14 @@ class Ladder(Strategy):
         if update.status in (OrderStatus.REJECTED, OrderStatus.LOST):
             self.resting.pop(update.client_order_id, None)
             self.cancelling.pop(update.client_order_id, None)
+            if update.client_order_id == self.probe_id and self.reference is None:
+                self.log.warning(
+                    "the probe was refused: the ladder has no price to build around and"
+                    " stays unbuilt until a restart (%s %s)",
+                    update.code,
+                    update.msg,
+                )
+                return
             self.log.warning(
                 "order refused",
                 extra={

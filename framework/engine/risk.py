@@ -101,7 +101,10 @@ FRAMEWORK_CODES: Final[dict[int, str]] = {
     UNKNOWN_PAIR: "Pair {0} is not configured",
     MAX_OPEN_QUANTITY: "Open quantity of {0} would exceed {1}",
     MAX_NOTIONAL: "Open notional of {0} would exceed {1}",
-    NO_REFERENCE_PRICE: "No reference price for a market order on {0} (max_notional is set)",
+    NO_REFERENCE_PRICE: (
+        "No reference price for a market order on {0} (max_notional is set, and a market order"
+        " is valued at the pair's last fill: place a limit order first, or drop max_notional)"
+    ),
     MAX_ORDERS_PER_SECOND: "More than {0} orders in one second",
     MISSING_FROM_ANSWER: "Missing from the venue's answer to its batch",
     NOT_SENT: "Could not be sent: {0}",

@@ -416,7 +416,8 @@ class Journal:
             raise
         self.log_rows = 0 if limit is None else max(0, self.log_rows - len(rows))
         if limit is None and rows:
-            log.info("journal %s: folded %d log rows into the intents table", self.path, len(rows))
+            where = self.path or "(a temporary file)"
+            log.info("journal %s: folded %d log rows into the intents table", where, len(rows))
         return len(rows)
 
     def compact_if_due(self) -> None:

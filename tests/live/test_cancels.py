@@ -791,3 +791,25 @@ async def test_a_ladder_on_a_venue_without_cancels_keeps_track_of_what_still_res
             (r.is_long, r.price) for r in book(twin).values()
         }
         await eventually(lambda: set(ladder.resting) == set(book(twin)))
+
+
+async def test_a_ladder_whose_probe_is_refused_says_it_stays_unbuilt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """max_notional set and no fill yet: the probe (a market order) has no reference price."""
+    ladder = """\
+  - name: ladder
+    class: strategies.ladder:Ladder
+    params: {pair: ETH-USD, quantity: "0.01", spacing: "1", levels: 2}
+"""
+    text = CONFIG.replace("{twin}", "").replace("{extra}", "")
+    text = text[: text.index("strategies:\n")] + "strategies:\n" + ladder
+    text += 'execution:\n  risk: {max_notional: "2000"}\n'
+    node = Node(parse_config(text, env={}))
+    caplog.set_level(logging.WARNING)
+    async with running(node):
+        await eventually(lambda: any("probe was refused" in r.getMessage() for r in caplog.records))
+    (line,) = [r.getMessage() for r in caplog.records if "probe was refused" in r.getMessage()]
+    assert "stays unbuilt until a restart (9005 No reference price" in line
+    assert "place a limit order first, or drop max_notional" in line
+    assert the_ladder(node).reference is None

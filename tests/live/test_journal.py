@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from decimal import Decimal
 from pathlib import Path
@@ -626,3 +627,14 @@ def test_a_match_seen_between_restore_and_recover_is_remembered_once(tmp_path: P
     assert last.status is OrderStatus.CANCELED
     assert "0.05 of 0.1 known to have filled" in (last.msg or "")
     journal.close()
+
+
+def test_a_temporary_journal_is_named_as_one_in_its_log(caplog: pytest.LogCaptureFixture) -> None:
+    journal = Journal.open("")  # the embedded twin's default: SQLite's temporary file
+    journal.add("x-1", "pf", "s", intent(1), OrderStatus.PENDING, START_MS)
+    journal.commit()
+    with caplog.at_level(logging.INFO, logger="framework.journal"):
+        assert journal.compact() == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "journal (a temporary file): folded 1 log rows into the intents table"
+    ]
