@@ -326,7 +326,6 @@ class Node:
                 random=random.SystemRandom().random,
             ),
             rest,
-            clock=self.clock,
             journal=journal,
         )
         self.engine = self.executor.engine
