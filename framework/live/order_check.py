@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from framework.engine.execution import ExecutionEngine
+from framework.engine.venue import Venue
 from framework.live.interval_job import IntervalJob
-from framework.live.rest import RestClient
 from framework.venue.errors import FrameworkError
 
 __all__ = ["OpenOrderCheck"]
@@ -39,14 +39,14 @@ class OpenOrderCheck(IntervalJob):
     def __init__(
         self,
         engine: ExecutionEngine,
-        rest: RestClient,
+        venue: Venue,
         *,
         pairs: Sequence[str],
         interval_s: float,
     ) -> None:
         super().__init__(interval_s)
         self.engine = engine
-        self.rest = rest
+        self.venue = venue
         self.pairs = list(pairs)
         self.rounds = 0
         """Checks completed (every pair looked at, read or not)."""
@@ -70,7 +70,7 @@ class OpenOrderCheck(IntervalJob):
                 break
             asked_ms = engine.now_ms()
             try:
-                records = await self.rest.all_open_orders(pair)
+                records = await self.venue.all_open_orders(pair)
             except (FrameworkError, OSError) as exc:
                 log.warning("open orders of %s not read (%s); checked next round", pair, exc)
                 continue
