@@ -1,8 +1,9 @@
 """A node's periodic REST job on the apscheduler: one job, never run twice at once.
 
 What the open-order check and the position refresh (:mod:`framework.live.venue_jobs`)
-share: ``interval`` trigger, ``max_instances=1`` and ``coalesce`` (a slow round is never run twice at once, missed runs become one), no
-misfire grace, the first run one interval from now, and removal at the node's stop.
+share: ``interval`` trigger, ``max_instances=1`` and ``coalesce`` (a slow round is never run
+twice at once, missed runs become one), no misfire grace, the first run one interval from
+now, and removal at the node's stop.
 """
 
 from __future__ import annotations
