@@ -28,15 +28,16 @@ paper venue adds is where prices come from and how results reach the strategies:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from decimal import Decimal
+from functools import partial
 from typing import Any, Final, Literal
 
 import attrs
 
 from framework.backtest.prices import PriceTrack
-from framework.engine.cancels import CancelAnswer
-from framework.engine.execution import Batch, ExecutionEngine
+from framework.engine.cancels import CancelAnswer, CancelBatch
+from framework.engine.venue import Answer
 from framework.twin import wire
 from framework.twin.events import BalanceChanged
 from framework.twin.events import Event as TwinEvent
@@ -51,19 +52,27 @@ from framework.twin.order_management import (
 )
 from framework.twin.settings import FeeSettings, PairSettings, TwinSettings
 from framework.venue.codec import decode, decode_frame
-from framework.venue.errors import VenueError, error_for, render_message
-from framework.venue.models import AccountPush, MatchRecord, OrderInput, OrderResult, PositionPush
+from framework.venue.errors import ExtensionUnavailable, error_for, render_message
+from framework.venue.models import (
+    AccountBalance,
+    AccountPush,
+    MatchRecord,
+    OrderInput,
+    OrderResult,
+    Position,
+    PositionPush,
+)
 from framework.venue.rules import PairRules, settle_coin_of
 
 __all__ = [
     "NO_PRICE",
     "PAPER_ID_BASE",
     "Fill",
-    "PaperExecutor",
     "PaperOrder",
     "PaperSettings",
     "PaperVenue",
     "PriceTrack",
+    "SimVenue",
 ]
 
 log = logging.getLogger("framework.paper")
@@ -441,105 +450,117 @@ class PaperVenue:
         }
 
 
-# ------------------------------------------------------------------------------ executor
+# ------------------------------------------------------------------------------ venue port
 
 
-class PaperExecutor:
-    """Drives the execution engine against the paper venue on virtual time.
+class SimVenue:
+    """The paper venue as the engine's :class:`~framework.engine.venue.Venue`, on virtual time.
 
-    ``wake`` (the engine's ``on_ready``) only raises a flag; the replay loop calls
-    :meth:`pump` when it is set, outside any bus dispatch. Answers come back after
-    ``latency_ms`` of virtual time (at once when 0); the engine's own deadlines (linger,
-    token bucket, retry backoff, the UNKNOWN window) are kept through ``schedule``.
+    A batch reaches the paper account ``latency_ms`` after it is sent (cancels and queries
+    at once), and the pushes a call makes come after its answer reached the engine, as live.
+    :meth:`start` is how the executor awaits an answer here: it runs the call's coroutine at
+    once, with no event loop, and resumes one that waits out its latency at that virtual
+    time (through ``schedule``). Account reads (positions, balance, matches, open orders)
+    are not simulated yet: the backtest reads the paper account itself.
     """
 
     def __init__(
         self,
-        engine: Callable[[Callable[[], None]], ExecutionEngine],
-        venue: PaperVenue,
+        paper: PaperVenue,
         *,
         now_ms: Callable[[], int],
         schedule: Callable[[int, Callable[[], None]], None],
         latency_ms: int = 0,
     ) -> None:
-        self.venue = venue
-        self.pending = False
-        self.engine = engine(self.wake)
-        """The engine it drives, built by the factory with this executor's wake as on_ready."""
+        self.paper = paper
+        self.latency_ms = latency_ms
         self._now_ms = now_ms
         self._schedule = schedule
-        self.latency_ms = latency_ms
-        self._wake_at: int | None = None
-        self.batches = 0
 
-    def wake(self) -> None:
-        """The engine has work: pump at the next opportunity."""
-        self.pending = True
+    def start(self, answer: Answer, sent: Any, reply: Awaitable[Any]) -> None:
+        """Run answer(sent, reply) now; the pushes the call makes follow its answer."""
+        self._step(answer(sent, reply))
 
-    def pump(self) -> None:
-        """Send every due batch, expire UNKNOWN intents, and book the next deadline."""
-        self.pending = False
-        engine = self.engine
-        now = self._now_ms()
-        while (batch := engine.next_batch()) is not None:
-            engine.begin_send(batch)
-            self.batches += 1
-            if self.latency_ms:
-                self._schedule(now + self.latency_ms, _Answer(self, batch))
-            else:
-                self.answer(batch)
-        if engine.cancels.pending:
-            self._send_cancels()
-        engine.tick()
-        wait = engine.next_wakeup_ms()
-        if wait is not None:
-            at = now + max(wait, 1)
-            if self._wake_at is None or at < self._wake_at or self._wake_at <= now:
-                self._wake_at = at
-                self._schedule(at, self._timed_wake)
-
-    def _send_cancels(self) -> None:
-        """Cancel calls and order queries, answered at once by the paper venue."""
-        engine, venue = self.engine, self.venue
-        now = self._now_ms()
-        while (batch := engine.next_cancels()) is not None:
-            venue.hold_pushes()  # the balance a cancel frees is pushed after its answer
-            try:
-                if batch.by_client_id:
-                    (coid,) = batch.client_order_ids
-                    answers: dict[int | str, CancelAnswer] = {
-                        coid: venue.cancel_by_client_id(coid, now)
-                    }
-                else:
-                    answers = venue.cancel(batch.order_ids, now)
-                engine.on_cancel_answers(batch, answers)
-            finally:
-                venue.release_pushes()
-        for order_id in engine.cancels.take_queries():
-            record = venue.query(order_id)
-            if record is None:
-                engine.cancels.query_failed(order_id, "no such paper order")
-            else:
-                engine.apply_order_record(record)
-
-    def _timed_wake(self) -> None:
-        if self._wake_at is not None and self._wake_at <= self._now_ms():
-            self._wake_at = None
-        self.pending = True
-
-    def answer(self, batch: Batch) -> None:
-        """The paper venue's answer to one batch reaches the engine."""
-        venue = self.venue
-        venue.hold_pushes()  # delivered after the answer, as the stream's pushes come live
+    def _step(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        paper = self.paper
+        paper.hold_pushes()
         try:
-            results = venue.batch_create(batch.orders, self._now_ms())
-        except VenueError as exc:
-            self.engine.on_failure(batch, exc)
-        else:
-            self.engine.on_results(batch, results)
+            at = coroutine.send(None)
+        except StopIteration:
+            return
         finally:
-            venue.release_pushes()
-        self.pending = True
+            paper.release_pushes()
+        self._schedule(at, partial(self._step, coroutine))
+
+    def send_batch(self, orders: Sequence[OrderInput]) -> Awaitable[list[OrderResult]]:
+        """The batch, placed when it reaches the paper account (latency_ms from now)."""
+        return self._create(orders, self._now_ms() + self.latency_ms)
+
+    async def _create(self, orders: Sequence[OrderInput], at: int) -> list[OrderResult]:
+        if at > self._now_ms():
+            await _Until(at)
+        return self.paper.batch_create(orders, self._now_ms())
+
+    async def cancel(self, batch: CancelBatch) -> dict[int | str, CancelAnswer]:
+        """Cancel paper orders by id, or one by its clientOrderId (the twin's rules)."""
+        paper, now = self.paper, self._now_ms()
+        if batch.by_client_id:
+            (coid,) = batch.client_order_ids
+            return {coid: paper.cancel_by_client_id(coid, now)}
+        return paper.cancel(batch.order_ids, now)
+
+    async def query_order(self, entrust_id: int) -> PaperOrder | None:
+        """A paper order's record, or None when unknown."""
+        return self.paper.query(entrust_id)
+
+    async def warm_up(self) -> None:
+        """Nothing to open: the paper account is in-process."""
+
+    async def cancel_all(
+        self, pair: str | None = None, is_long: bool | None = None
+    ) -> tuple[int, ...] | None:
+        """Not simulated yet (ExtensionUnavailable)."""
+        raise _not_simulated("cancel all")
+
+    async def all_open_orders(self, pair: str) -> list[PaperOrder]:
+        """Not simulated yet (ExtensionUnavailable)."""
+        raise _not_simulated("open orders")
+
+    async def positions(
+        self, pair: str, page_no: int | None = None, page_size: int | None = None
+    ) -> list[Position]:
+        """Not simulated yet (ExtensionUnavailable)."""
+        raise _not_simulated("positions")
+
+    async def balance(self, symbol: str) -> AccountBalance:
+        """Not simulated yet (ExtensionUnavailable)."""
+        raise _not_simulated("balance")
+
+    async def matches(
+        self,
+        pair: str,
+        match_id: int | None = None,
+        page_no: int | None = None,
+        page_size: int | None = None,
+    ) -> list[MatchRecord]:
+        """Not simulated yet (ExtensionUnavailable)."""
+        raise _not_simulated("matches")
+
+
+def _not_simulated(what: str) -> ExtensionUnavailable:
+    return ExtensionUnavailable(what, "the paper venue does not simulate this call yet")
+
+
+class _Until:
+    """Awaited by a call that waits for virtual time: SimVenue resumes it at ``at`` ms."""
+
+    __slots__ = ("at",)
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def __await__(self) -> Generator[int, None, None]:
+        yield self.at
 
 
 @attrs.frozen(slots=True)
@@ -550,12 +571,3 @@ class PaperOrder:
     entrust_id: int | None
     filled_quantity: Decimal | None
     state: str
-
-
-@attrs.frozen(slots=True)
-class _Answer:
-    executor: PaperExecutor
-    batch: Batch
-
-    def __call__(self) -> None:
-        self.executor.answer(self.batch)

@@ -313,7 +313,7 @@ class Replayer:
 
 
 class Executor(Protocol):
-    """What drives the execution engine in a replay (the paper venue's PaperExecutor)."""
+    """What drives the execution engine in a replay (the one executor, over the paper venue)."""
 
     pending: bool
     """True when the engine has asked to be pumped."""

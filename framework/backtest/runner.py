@@ -29,7 +29,7 @@ from typing import Any, Literal
 import attrs
 import yaml
 
-from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue
+from framework.backtest.paper import PaperSettings, PaperVenue, SimVenue
 from framework.backtest.prices import PriceTrack
 from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer, ReplayStats
@@ -45,6 +45,7 @@ from framework.engine.execution import ExecutionEngine
 from framework.engine.kernel import Kernel, StrategyFactory
 from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
+from framework.engine.venue import Executor
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountBalance
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
@@ -283,17 +284,19 @@ class Backtest:
             now_ms=clock.now_ms,
             coins=coins,
         )
-        executor = PaperExecutor(
+        venue = SimVenue(
+            paper, now_ms=clock.now_ms, schedule=timeline.at, latency_ms=settings.paper.latency_ms
+        )
+        executor = Executor(
             partial(
                 kernel.build_engine,
                 ids=ClientIdGenerator.ephemeral("bt", now_ms=start, random_bits=settings.seed),
                 mark_price=paper.mark,
                 random=random.Random(settings.seed).random,
             ),
-            paper,
-            now_ms=clock.now_ms,
+            venue,
+            start=venue.start,
             schedule=timeline.at,
-            latency_ms=settings.paper.latency_ms,
         )
         engine = executor.engine
         timers: dict[tuple[str, str], Repeating] = {}

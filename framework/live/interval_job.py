@@ -1,11 +1,11 @@
 """A node's periodic REST job on the apscheduler: one job, never run twice at once.
 
-What the open-order check (:mod:`framework.live.order_check`) and the position refresh
-(:mod:`framework.live.position_refresh`) share: ``interval`` trigger, ``max_instances=1``
-and ``coalesce`` (a slow round is never run twice at once, missed runs become one), no
-misfire grace, the first run one interval from now, and removal at the node's stop. A
-round still running when the loop ends is cancelled; it ends quietly (logged at DEBUG),
-where apscheduler would log the cancellation as a failed job with its traceback.
+What the open-order check and the position refresh (:mod:`framework.live.venue_jobs`)
+share: ``interval`` trigger, ``max_instances=1`` and ``coalesce`` (a slow round is never run
+twice at once, missed runs become one), no misfire grace, the first run one interval from
+now, and removal at the node's stop. A round still running when the loop ends is
+cancelled; it ends quietly (logged at DEBUG), where apscheduler would log the cancellation
+as a failed job with its traceback.
 """
 
 from __future__ import annotations

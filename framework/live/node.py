@@ -57,15 +57,14 @@ from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor
 from framework.live.journal import Journal
 from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metrics
-from framework.live.order_check import OpenOrderCheck
 from framework.live.poller import MatchPoller
-from framework.live.position_refresh import PositionRefresh
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.startup import FatalError, initial_sync
 from framework.live.stream import RestResync, StreamClient
 from framework.live.summary import SUMMARY_KEYS, run_summary
 from framework.live.trading import TradingState
+from framework.live.venue_jobs import OpenOrderCheck, PositionRefresh
 from framework.live.wallclock import WallClock
 from framework.output_path import unwritable
 from framework.venue.errors import ConfigError, FrameworkError
@@ -326,7 +325,6 @@ class Node:
                 random=random.SystemRandom().random,
             ),
             rest,
-            clock=self.clock,
             journal=journal,
         )
         self.engine = self.executor.engine

@@ -32,10 +32,11 @@ import attrs
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.engine.matches import MatchCursor
+from framework.engine.venue import Venue
 from framework.venue.errors import TransportError, VenueError
 from framework.venue.models import MatchRecord
 
-__all__ = ["CursorStore", "MatchPoller", "MatchSource", "MemoryCursorStore", "PollerStats"]
+__all__ = ["CursorStore", "MatchPoller", "MemoryCursorStore", "PollerStats"]
 
 log = logging.getLogger("framework.poller")
 
@@ -90,20 +91,6 @@ class MemoryCursorStore:
         self.seen[pair] = {i for i in self.seen.get(pair, ()) if low < i <= high}
 
 
-class MatchSource(Protocol):
-    """The REST call the poller needs (RestClient has it)."""
-
-    async def matches(
-        self,
-        pair: str,
-        match_id: int | None = None,
-        page_no: int | None = None,
-        page_size: int | None = None,
-    ) -> list[MatchRecord]:
-        """Matches of pair newest first; match_id is a strict upper bound."""
-        ...
-
-
 @attrs.define
 class PollerStats:
     """Counters of a MatchPoller."""
@@ -127,7 +114,7 @@ class MatchPoller:
 
     def __init__(
         self,
-        rest: MatchSource,
+        venue: Venue,
         *,
         pairs: Sequence[str],
         interval_s: float,
@@ -145,7 +132,7 @@ class MatchPoller:
             )
         if page_size < 1:
             raise ValueError(f"MatchPoller page_size: expected at least 1, got {page_size}")
-        self._rest = rest
+        self._venue = venue
         self.pairs = tuple(dict.fromkeys(pairs))
         self.interval_s = interval_s
         self.page_size = page_size
@@ -218,7 +205,7 @@ class MatchPoller:
             self.stats.polls += 1
             rnd = cursor.start()
             while True:
-                page = await self._rest.matches(
+                page = await self._venue.matches(
                     pair, match_id=rnd.request_id, page_size=self.page_size
                 )
                 self.stats.pages += 1

@@ -25,12 +25,13 @@ or unreadable data raises :class:`~framework.venue.errors.ExtensionUnavailable`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 import httpx
 
+from framework.engine.cancel_calls import CancelAnswer, CancelBatch
 from framework.live.orderpath import Exchange, OrderPath, no_answer, send_failed
 from framework.live.wallclock import WallClock
 from framework.venue import models as m
@@ -154,6 +155,19 @@ class RestClient:
         """Create up to 20 orders; more are refused locally with a ParameterError (2001)."""
         return await self.finish_batch(self.prepare_batch(orders), None)
 
+    def send_batch(self, orders: Sequence[m.OrderInput]) -> Awaitable[list[m.OrderResult]]:
+        """Sign a batchCreate and write it now on an idle connection; awaiting answers it.
+
+        With no idle connection, awaiting connects and sends. Raises at once: SendFailed
+        (the write failed before any byte left), ParameterError (refused locally).
+        """
+        request = self.prepare_batch(orders)
+        return self.finish_batch(request, self.orders.write(request))
+
+    async def warm_up(self) -> None:
+        """Open an order-path connection ahead of the first batch."""
+        await self.orders.connect()
+
     def prepare_batch(self, orders: Sequence[m.OrderInput]) -> PreparedRequest:
         """The signed batchCreate request of orders (ParameterError past 20 or none)."""
         return self.builder.batch_create(orders, self._now_ms())
@@ -262,6 +276,22 @@ class RestClient:
             report += om.parse_batch_cancel(request.path, status, body, chunk, self._codec)
         return report
 
+    async def cancel(self, batch: CancelBatch) -> dict[int | str, CancelAnswer]:
+        """One cancel call of the engine: by clientOrderId, one orderId, or a batch of them."""
+        if batch.by_client_id:
+            (coid,) = batch.client_order_ids
+            return {coid: _accepted(await self.cancel_by_client_id(coid))}
+        if len(batch.order_ids) == 1:
+            (order_id,) = batch.order_ids
+            return {order_id: _accepted(await self.cancel_order(order_id))}
+        # One call: the engine cut the batch to its cancel_batch already.
+        report = await self.batch_cancel(batch.order_ids, chunk_size=len(batch.order_ids))
+        answers: dict[int | str, CancelAnswer] = {}
+        for result in report.results:
+            code = 200 if result.ok else (result.code if result.code is not None else 0)
+            answers[result.entrust_id] = CancelAnswer(code, result.msg or "")
+        return answers
+
     async def cancel_all(
         self, pair: str | None = None, is_long: bool | None = None
     ) -> tuple[int, ...] | None:
@@ -303,3 +333,10 @@ class RestClient:
         request = self.builder.query_order(entrust_id, self._now_ms())
         status, body = await self.send(request)
         return om.parse_query_order(request.path, status, body, self._codec)
+
+
+def _accepted(record: om.OrderRecord | None) -> CancelAnswer:
+    """A single cancel the venue accepted: code 200, with what its record tells."""
+    if record is None:
+        return CancelAnswer(200)
+    return CancelAnswer(200, "", record.filled_quantity, record.entrust_id)

@@ -12,8 +12,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from framework.engine.execution import ExecutionEngine
+from framework.engine.venue import Venue
 from framework.live.poller import MatchPoller
-from framework.live.rest import RestClient
 from framework.venue.errors import AuthError, ExtensionUnavailable, FrameworkError, SendFailed
 
 __all__ = ["FatalError", "adopt_open_orders", "initial_sync"]
@@ -29,7 +29,7 @@ async def initial_sync(
     resync: Callable[[], Awaitable[None]],
     poller: MatchPoller,
     engine: ExecutionEngine,
-    rest: RestClient,
+    venue: Venue,
     *,
     pairs: Sequence[str],
     base_url: str,
@@ -38,7 +38,7 @@ async def initial_sync(
     try:
         await resync()
         await poller.initialize()
-        await adopt_open_orders(engine, rest, pairs)
+        await adopt_open_orders(engine, venue, pairs)
     except AuthError as exc:
         raise FatalError(f"the venue refused the API key or signature: {exc}") from None
     except SendFailed as exc:
@@ -48,9 +48,7 @@ async def initial_sync(
     log.info("initial sync done", extra={"pairs": len(pairs)})
 
 
-async def adopt_open_orders(
-    engine: ExecutionEngine, rest: RestClient, pairs: Sequence[str]
-) -> None:
+async def adopt_open_orders(engine: ExecutionEngine, venue: Venue, pairs: Sequence[str]) -> None:
     """Restore the journal's intents, then adopt each pair's open orders (see module).
 
     Orders the journal knows are adopted; those the venue does not list any more are
@@ -61,7 +59,7 @@ async def adopt_open_orders(
     engine.restore()
     for pair in pairs:
         try:
-            records = await rest.all_open_orders(pair)
+            records = await venue.all_open_orders(pair)
         except ExtensionUnavailable as exc:
             engine.cancels.turn_off(str(exc))
             return

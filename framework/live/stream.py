@@ -39,10 +39,10 @@ from websockets.exceptions import ConnectionClosed, InvalidURI, WebSocketExcepti
 from framework.engine.clock import Clock
 from framework.engine.events import BalanceSynced, Event, PositionsSynced
 from framework.engine.portfolio import Portfolio
+from framework.engine.venue import Venue
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import ConfigError, DecodeError, TransportError
 from framework.venue.models import (
-    AccountBalance,
     AccountPush,
     Position,
     PositionPush,
@@ -380,20 +380,6 @@ def _describe_close(ws: ClientConnection) -> str:
     return f"closed by the venue (code {code}{': ' + reason if reason else ''})"
 
 
-class RestSnapshots(Protocol):
-    """The REST calls a resync needs (RestClient has them)."""
-
-    async def positions(
-        self, pair: str, page_no: int | None = None, page_size: int | None = None
-    ) -> list[Position]:
-        """Positions of one pair."""
-        ...
-
-    async def balance(self, symbol: str) -> AccountBalance:
-        """Balance of one settlement coin."""
-        ...
-
-
 class MatchPolling(Protocol):
     """What a resync needs of the match poller."""
 
@@ -415,7 +401,7 @@ class RestResync:
 
     def __init__(
         self,
-        rest: RestSnapshots,
+        venue: Venue,
         *,
         pairs: Sequence[str],
         coins: Sequence[str],
@@ -424,7 +410,7 @@ class RestResync:
         poller: MatchPolling | None = None,
         on_snapshot: Callable[[str, tuple[Position, ...]], None] | None = None,
     ) -> None:
-        self._rest = rest
+        self._venue = venue
         self.pairs = tuple(pairs)
         self.coins = tuple(coins)
         self._portfolio = portfolio
@@ -442,7 +428,7 @@ class RestResync:
             await self.refresh_positions(pair)
         for coin in self.coins:
             mark = portfolio.account_mark(coin)
-            balance = await self._rest.balance(coin)
+            balance = await self._venue.balance(coin)
             if portfolio.apply_balance(balance, coin=coin, mark=mark):
                 self._publish(BalanceSynced(balance))
         if self._poller is not None:
@@ -472,7 +458,7 @@ class RestResync:
     async def _all_positions(self, pair: str) -> list[Position]:
         found: dict[int, Position] = {}
         for page_no in range(1, _MAX_POSITION_PAGES + 1):
-            page = await self._rest.positions(pair, page_no=page_no, page_size=MAX_PAGE_SIZE)
+            page = await self._venue.positions(pair, page_no=page_no, page_size=MAX_PAGE_SIZE)
             before = len(found)
             for position in page:
                 found.setdefault(position.id, position)

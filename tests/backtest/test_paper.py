@@ -11,9 +11,9 @@ import pytest
 from framework.backtest.paper import (
     NO_PRICE,
     PAPER_ID_BASE,
-    PaperExecutor,
     PaperSettings,
     PaperVenue,
+    SimVenue,
 )
 from framework.backtest.prices import PriceTrack
 from framework.backtest.scan import PricePoint
@@ -23,6 +23,7 @@ from framework.engine.clock import VirtualClock
 from framework.engine.execution import ExecutionEngine, ExecutionSettings
 from framework.engine.intents import OrderIntent
 from framework.engine.portfolio import Portfolio, push_router
+from framework.engine.venue import Executor
 from framework.venue.errors import ConfigError, VenueError
 from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.rules import PairRules
@@ -208,7 +209,8 @@ def test_a_calls_answer_reaches_the_engine_before_the_pushes_of_what_it_did() ->
             on_ready=on_ready,
         )
 
-    executor = PaperExecutor(engine, paper, now_ms=clock.now_ms, schedule=lambda at, f: None)
+    venue = SimVenue(paper, now_ms=clock.now_ms, schedule=lambda at, f: None)
+    executor = Executor(engine, venue, start=venue.start)
     executor.engine.submit("s", OrderIntent(pair="ETH-USD", is_long=True, quantity=D("0.1")))
     executor.pump()
     assert seen == ["OrderUpdate ACCEPTED", "PositionPush", "AccountPush"]

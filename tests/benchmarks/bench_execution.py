@@ -40,7 +40,6 @@ from framework.engine.client_ids import ClientIdGenerator  # noqa: E402
 from framework.engine.events import Event, OrderUpdate  # noqa: E402
 from framework.engine.execution import Batch, ExecutionEngine, ExecutionSettings  # noqa: E402
 from framework.engine.intents import OrderIntent, OrderStatus  # noqa: E402
-from framework.live.executor import build_execution  # noqa: E402
 from framework.live.journal import Journal  # noqa: E402
 from framework.live.rest import RestClient  # noqa: E402
 from framework.live.wallclock import WallClock  # noqa: E402
@@ -50,6 +49,7 @@ from framework.venue.models import MatchType, OrderInput, PositionType  # noqa: 
 from framework.venue.requests import BATCH_CREATE_PATH, RequestBuilder, parse_response  # noqa: E402
 from framework.venue.rules import PairRules  # noqa: E402
 from framework.venue.signing import Secp256k1Signer  # noqa: E402
+from tests.live.executor_fixtures import build_execution  # noqa: E402
 
 RULES = {"ETH-USD": PairRules(), "BTC-USD": PairRules()}
 
@@ -198,7 +198,7 @@ async def e2e_run(base_url: str, n: int, settings: ExecutionSettings, path: Path
 
     async with RestClient(base_url, DEMO_API_KEY, signer) as rest:
         engine, executor = build_execution(
-            settings, rest=rest, publish=publish, rules=RULES, clock=WallClock(), journal=journal
+            settings, rest, publish=publish, rules=RULES, journal=journal
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(executor.run)

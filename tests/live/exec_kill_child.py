@@ -19,13 +19,12 @@ import orjson
 
 from framework.engine.execution import Batch, ExecutionSettings
 from framework.engine.intents import OrderIntent
-from framework.live.executor import build_execution
 from framework.live.journal import Journal
 from framework.live.rest import RestClient
-from framework.live.wallclock import WallClock
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.venue.rules import PairRules
 from framework.venue.signing import make_signer
+from tests.live.executor_fixtures import build_execution
 
 # One batch in flight at a time: batch 1 is answered before batch 2 is cut, so the state at
 # the kill is exact.
@@ -40,9 +39,8 @@ async def main(argv: list[str]) -> int:
     signer = make_signer(2, DEMO_PRIVATE_KEY)
     async with RestClient(base_url, DEMO_API_KEY, signer, timeout=10.0) as rest:
         engine, executor = build_execution(
-            SETTINGS, rest=rest, publish=lambda _e: None, rules=RULES, clock=WallClock(),
-            journal=journal,
-        )  # fmt: skip
+            SETTINGS, rest, publish=lambda _e: None, rules=RULES, journal=journal
+        )
         if mode == "first":
             stage, batch_no, count = argv[3], int(argv[4]), int(argv[5])
 

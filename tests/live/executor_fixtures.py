@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import random
+import secrets
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from decimal import Decimal
-from typing import Any
+from functools import partial
+from typing import Any, get_args
 
 import anyio
 import attrs
 
+from framework.config import Config
+from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.events import Event, OrderUpdate
 from framework.engine.execution import ExecutionEngine, ExecutionSettings
 from framework.engine.intents import OrderIntent, OrderStatus
-from framework.live.executor import AfterCommit, LiveExecutor, build_execution
+from framework.engine.kernel import Kernel
+from framework.engine.venue import AfterCommit, Venue
+from framework.live.executor import LiveExecutor
 from framework.live.journal import Journal
 from framework.live.rest import ResponseObserver, RestClient
 from framework.live.wallclock import WallClock
@@ -47,6 +54,34 @@ def resting_buy(qty: str = "0.1", price: str = "1500") -> OrderIntent:
 def market(qty: str = "0.1", *, long: bool = True) -> OrderIntent:
     """A market order on ETH-USD: fills at once at the mark (plus slippage)."""
     return OrderIntent(pair="ETH-USD", is_long=long, quantity=Decimal(qty))
+
+
+def build_execution(
+    settings: ExecutionSettings,
+    venue: Venue,
+    *,
+    publish: Callable[[Event], None],
+    rules: Mapping[str, PairRules],
+    journal: Journal | None,
+    node: str = "pf",
+) -> tuple[ExecutionEngine, LiveExecutor]:
+    """An engine built by a kernel of these settings (every event to publish), driven by a
+    LiveExecutor over venue; ids from the journal's blocks (ephemeral without one)."""
+    clock = WallClock()
+    kernel = Kernel(Config(pairs=dict(rules), execution=settings), clock)
+    for event_type in get_args(Event):
+        kernel.bus.subscribe(event_type, publish)
+    if journal is not None:
+        ids = ClientIdGenerator(node, journal)
+    else:
+        ids = ClientIdGenerator.ephemeral(
+            node, now_ms=clock.now_ms(), random_bits=secrets.randbits(20)
+        )
+    engine = partial(
+        kernel.build_engine, ids=ids, journal=journal, random=random.SystemRandom().random
+    )
+    executor = LiveExecutor(engine, venue, journal=journal)
+    return executor.engine, executor
 
 
 @attrs.define
@@ -97,12 +132,7 @@ async def trading(
     ) as rest:
         events: list[Event] = []
         engine, executor = build_execution(
-            settings,
-            rest=rest,
-            publish=events.append,
-            rules=rules,
-            clock=WallClock(),
-            journal=journal,
+            settings, rest, publish=events.append, rules=rules, journal=journal
         )
         executor.after_commit = after_commit
         async with anyio.create_task_group() as tg:

@@ -16,8 +16,8 @@ import pytest
 from framework import OrderStatus
 from framework.config import Config, ConfigProblems, parse_config
 from framework.live.node import Node
-from framework.live.order_check import OpenOrderCheck
 from framework.live.rest import RestClient
+from framework.live.venue_jobs import OpenOrderCheck
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.order_management import QUERY_ORDER_PATH
 from framework.twin.server import VenueTwin

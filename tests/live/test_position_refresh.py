@@ -18,9 +18,9 @@ from framework.config import Config
 from framework.engine.bus import Bus
 from framework.engine.portfolio import Portfolio
 from framework.live.node import Node
-from framework.live.position_refresh import PositionRefresh
 from framework.live.stream import RestResync
 from framework.live.trading import TradingState
+from framework.live.venue_jobs import PositionRefresh
 from framework.twin.server import VenueTwin
 from framework.venue.models import AccountBalance, ChangeType, Direction, Position, PositionPush
 from tests.live.test_adoption import still_twin
