@@ -42,7 +42,7 @@ from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock
 from framework.engine.events import BalanceSynced, Timer
 from framework.engine.execution import ExecutionEngine
-from framework.engine.kernel import Kernel, StrategyFactory
+from framework.engine.kernel import Kernel, Settle, StrategyFactory
 from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
 from framework.venue.errors import ConfigError
@@ -351,12 +351,12 @@ class Backtest:
         # What is due by the first record's time runs first: price points dated before it
         # (a first poll answers older matches) are known when the strategies start.
         timeline.run_until(clock.ms)
-        # The live node's start: snapshots first (here the paper account's), then Started.
-        for coin, amount in sorted(paper.initial.items()):
-            balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=Decimal(0))
-            if portfolio.apply_balance(balance, coin=coin):
-                bus.publish(BalanceSynced(balance))
-        kernel.start()
+        for _ in kernel.starting():  # the kernel's start; its Snapshot: the paper account's
+            for coin, amount in sorted(paper.initial.items()):
+                zero = Decimal(0)
+                balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=zero)
+                if portfolio.apply_balance(balance, coin=coin):
+                    bus.publish(BalanceSynced(balance))
         replayer.settle()
         total = reader.size
         stats = replayer.run(
@@ -395,34 +395,38 @@ class Backtest:
         poll: Callable[[], None],
         periodic: list[Repeating],
     ) -> None:
-        """The live node's stop protocol on virtual time (see framework.live.node).
+        """The kernel's stop steps on virtual time, as the live node runs them.
 
-        Timers and polls end; what is in flight is answered and a last poll delivers late
-        fills (reactions are sent too); Stopping (on_stop) and the same settling; then the
-        engine closes. Only what is in flight runs meanwhile (answers, retries, the engine's
-        deadlines), for at most ``execution.drain_timeout_s`` of virtual time in all.
+        Timers and polls end; at each Settle, what is in flight is answered and a last poll
+        delivers late fills (reactions are sent too); between them Stopping (on_stop) and the
+        cancels of ``execution.cancel_on_stop``; then the engine closes and the Drain answers
+        what is in flight. Only what is in flight runs meanwhile (answers, retries, the
+        engine's deadlines), for at most ``execution.drain_timeout_s`` of virtual time in all
+        (each Settle runs to that horizon: a backtest never waits on a wall clock).
         """
         for repeating in periodic:
             repeating.cancel()
         engine = kernel.engine
         horizon = kernel.clock.now_ms() + int(self.config.execution.drain_timeout_s * 1000)
 
+        def run_in_flight() -> None:
+            while not engine.idle and timeline.due_at <= horizon:
+                timeline.run_until(timeline.due_at, replayer.settle)
+
         def settle() -> None:
             for _ in range(3):
                 replayer.settle()
-                while not engine.idle and timeline.due_at <= horizon:
-                    timeline.run_until(timeline.due_at, replayer.settle)
+                run_in_flight()
                 poll()
                 replayer.settle()
                 if engine.idle:
                     return
 
-        settle()
-        kernel.stopping("end of recording")
-        settle()
-        kernel.close()
-        while not engine.idle and timeline.due_at <= horizon:  # in flight: answered
-            timeline.run_until(timeline.due_at, replayer.settle)
+        for step in kernel.stopping_steps("end of recording"):
+            if isinstance(step, Settle):
+                settle()
+            else:  # Drain
+                run_in_flight()
         replayer.settle()
 
 
