@@ -27,7 +27,6 @@ from pathlib import Path
 
 import attrs
 
-from framework.backtest.recording import RecordingReader
 from framework.backtest.report import write_report
 from framework.backtest.runner import (
     Backtest,
@@ -38,6 +37,7 @@ from framework.backtest.runner import (
 from framework.cli import add_strategy_dirs, program
 from framework.config import Config
 from framework.output_path import unwritable
+from framework.recording import RecordingReader
 from framework.venue.errors import ConfigError, FrameworkError
 
 __all__ = ["StrategiesFailed", "backtest_main", "record_main", "recording_problem", "run_backtest"]

@@ -31,7 +31,6 @@ import yaml
 
 from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue
 from framework.backtest.prices import PriceTrack
-from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
@@ -45,6 +44,7 @@ from framework.engine.execution import ExecutionEngine
 from framework.engine.kernel import Kernel, Settle, StrategyFactory
 from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
+from framework.recording import RecordingReader
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountBalance
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
