@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-import yaml
 
 from framework.backtest.paper import PaperExecutor, PaperSettings, PaperVenue
 from framework.backtest.prices import PriceTrack
@@ -35,7 +34,7 @@ from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
 from framework.backtest.timeline import PRICES, SAMPLES, Repeating, Timeline
-from framework.config import Config, beside_config, parse_config
+from framework.config import Config, beside_config, parse_config, split_section
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock
@@ -98,48 +97,20 @@ class BacktestSettings:
 # ------------------------------------------------------------------------------ config
 
 
-def _split_section(text: str, name: str = "backtest") -> tuple[str, Any, int | None]:
-    """The text with its top-level ``name:`` section blanked (line numbers kept)."""
-    try:
-        return _split(text, name)
-    except (yaml.YAMLError, RecursionError):  # too deep for PyYAML's recursive composer
-        return text, None, None  # parse_config reports the YAML error with its line
-
-
-def _split(text: str, name: str) -> tuple[str, Any, int | None]:
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    if not isinstance(node, yaml.MappingNode):
-        return text, None, None
-    for key, value in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.value == name:
-            first, last = key.start_mark.line, value.end_mark.line
-            if value.end_mark.column == 0:
-                last -= 1
-            lines = text.splitlines(keepends=True)
-            for i in range(first, min(last, len(lines) - 1) + 1):
-                lines[i] = "\n"
-            section = yaml.safe_load(yaml.serialize(value, Dumper=yaml.SafeDumper))
-            return "".join(lines), section, first + 1
-    return text, None, None
-
-
-def load_backtest_config(
-    path: str | Path, *, venue: bool = False
-) -> tuple[Config, BacktestSettings]:
+def load_backtest_config(path: str | Path) -> tuple[Config, BacktestSettings]:
     """Read a config file: the live Config plus its ``backtest:`` section; ConfigError if bad.
 
-    The ``venue:`` section is neither read nor required unless venue is true (``run.py
-    record`` runs the live node on the same file).
+    The ``venue:`` section is neither read nor required (``run.py record`` runs the live node
+    on the same file: :func:`framework.config.load_live_config`).
     """
     source = str(path)
     try:
         text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
     except ConfigProblems as exc:
         raise ConfigError("\n".join(exc.problems)) from None
-    stripped, section, _line = _split_section(text)
-    if not venue:
-        stripped = _split_section(stripped, "venue")[0]
-    config = parse_config(stripped, source=source, venue_used=venue)
+    stripped, section, _line = split_section(text)
+    stripped = split_section(stripped, "venue")[0]
+    config = parse_config(stripped, source=source, venue_used=False)
     if section is None:
         return config, BacktestSettings()
     # The section alone, at its own lines: the one strict converter locates every error.
@@ -147,7 +118,7 @@ def load_backtest_config(
         line if kept == "\n" and line != kept else "\n"
         for line, kept in zip(
             text.splitlines(keepends=True),
-            _split_section(text)[0].splitlines(keepends=True),
+            split_section(text)[0].splitlines(keepends=True),
             strict=True,
         )
     )

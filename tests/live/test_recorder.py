@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from framework.backtest.cli import record_main
 from framework.engine.clock import VirtualClock
+from framework.live.cli import record_main
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.stream import StreamClient
