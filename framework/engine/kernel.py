@@ -66,6 +66,7 @@ __all__ = [
     "StrategyFactory",
     "StrategySpec",
     "StrategyStopped",
+    "build_strategy",
 ]
 
 log = logging.getLogger("framework.kernel")
@@ -242,8 +243,7 @@ class Kernel:
                 built.append(_build(i, name, factory, context))
         else:
             for i, spec in enumerate(self.settings.strategies):
-                cls = load_strategy(spec.class_)
-                built.append(_build(i, spec.name, _constructor(cls, spec), context))
+                built.append(build_strategy(i, spec, context))
         # Attached when they start (start): no event reaches a strategy before its on_start.
         self._unattached.extend(built)
         self.strategies.extend(built)
@@ -336,6 +336,13 @@ class Kernel:
         if not self.engine.closed:
             self.refused = self.close()  # nothing new leaves from here on
         yield Drain()
+
+
+def build_strategy(index: int, spec: StrategySpec, context: BasicContext) -> Strategy:
+    """strategies[index] of the settings, built on context; StrategyBuildError naming it when
+    its constructor raises (what loading its class raises is raised as it is)."""
+    cls = load_strategy(spec.class_)
+    return _build(index, spec.name, _constructor(cls, spec), context)
 
 
 def _constructor(cls: type[Strategy], spec: StrategySpec) -> StrategyFactory:

@@ -102,8 +102,9 @@ def build_problems(config: Config) -> list[str]:
 
     No secret value of the config is shown (a strategy's error may quote its params).
     """
+    from framework.engine.kernel import StrategyBuildError, build_strategy
     from framework.engine.portfolio import Portfolio
-    from framework.engine.strategy import BasicContext, load_strategy
+    from framework.engine.strategy import BasicContext
     from framework.live.wallclock import WallClock
 
     ids = iter(range(1, 1_000_000))
@@ -117,9 +118,10 @@ def build_problems(config: Config) -> list[str]:
     secrets = config.secrets()
     for i, spec in enumerate(config.strategies):
         try:
-            cls = load_strategy(spec.class_)
-            cls(spec.name, context, spec.params, pairs=spec.pairs)
-        except Exception as exc:
+            build_strategy(i, spec, context)  # as the kernel builds it
+        except StrategyBuildError as exc:
+            problems.append(redact(str(exc), secrets))
+        except Exception as exc:  # its class cannot be loaded
             problems.append(redact(f"strategies[{i}] ({spec.name}): {raised(exc)}", secrets))
     return problems
 
