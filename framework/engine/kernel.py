@@ -81,46 +81,34 @@ StrategyStopped = Callable[[str, str], None]
 
 
 class StrategySpec(Protocol):
-    """One strategy to build: its name, ``module:Class``, params and pairs."""
+    """One strategy to build: its unique name, ``module:Class``, free params and the pairs it
+    trades (None: from its params, else every pair)."""
 
     @property
-    def name(self) -> str:
-        """Its unique name."""
-        ...
+    def name(self) -> str: ...
 
     @property
-    def class_(self) -> str:
-        """``module:Class``."""
-        ...
+    def class_(self) -> str: ...
 
     @property
-    def params(self) -> dict[str, Any]:
-        """Its free params."""
-        ...
+    def params(self) -> dict[str, Any]: ...
 
     @property
-    def pairs(self) -> list[str] | None:
-        """The pairs it trades (None: from its params, else every pair)."""
-        ...
+    def pairs(self) -> list[str] | None: ...
 
 
 class KernelSettings(Protocol):
-    """What the kernel reads of a configuration (a Config has it)."""
+    """What the kernel reads of a configuration (a Config has it): the execution engine's
+    settings, the pairs traded with their rules, the strategies to build."""
 
     @property
-    def execution(self) -> ExecutionSettings:
-        """The execution engine's settings."""
-        ...
+    def execution(self) -> ExecutionSettings: ...
 
     @property
-    def pairs(self) -> Mapping[str, PairRules]:
-        """The pairs traded, with their rules."""
-        ...
+    def pairs(self) -> Mapping[str, PairRules]: ...
 
     @property
-    def strategies(self) -> Sequence[StrategySpec]:
-        """The strategies to build."""
-        ...
+    def strategies(self) -> Sequence[StrategySpec]: ...
 
 
 @attrs.frozen
