@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("framework.live.doctor", "doctor_main", "preflight a live config, no trading"),
     "new-strategy": ("framework.scaffold", "main", "write NAME.py and NAME.yaml to start from"),
     "venue": ("framework.twin.cli", "main", "serve the venue twin, a local exchange"),
-    "record": ("framework.backtest.cli", "record_main", "record pushes and polls to JSONL"),
+    "record": ("framework.live.cli", "record_main", "record pushes and polls to JSONL"),
     "backtest": ("framework.backtest.cli", "backtest_main", "replay a recording (dry run)"),
     "sweep": ("framework.backtest.sweep_cli", "sweep_main", "many backtests over parameters"),
     "bench": ("framework.bench", "main", "run the benchmark scripts and print figures"),

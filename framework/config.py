@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import attrs
+import yaml
 
 from framework.engine.execution import ExecutionSettings
 from framework.twin.settings import TwinSettings
+from framework.venue.errors import ConfigError
 from framework.venue.requests import OrderManagementPaths
 from framework.venue.rules import PairRules, settle_coin_of
 from framework.venue.signing import make_signer
@@ -51,6 +53,7 @@ from framework.yaml_attrs import (
     structure,
 )
 from framework.yaml_lines import shown
+from framework.yaml_read import read_config_text
 
 __all__ = [
     "SECRET_KEYS",
@@ -70,7 +73,9 @@ __all__ = [
     "beside_config",
     "format_path",
     "load_config",
+    "load_live_config",
     "parse_config",
+    "split_section",
     "structure_params",
 ]
 
@@ -463,6 +468,32 @@ def _config(
     return config
 
 
+def split_section(text: str, name: str = "backtest") -> tuple[str, Any, int | None]:
+    """The text with its top-level ``name:`` section blanked (line numbers kept), the section
+    and its first line (None, None: no such section)."""
+    try:
+        return _split(text, name)
+    except (yaml.YAMLError, RecursionError):  # too deep for PyYAML's recursive composer
+        return text, None, None  # parse_config reports the YAML error with its line
+
+
+def _split(text: str, name: str) -> tuple[str, Any, int | None]:
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(node, yaml.MappingNode):
+        return text, None, None
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == name:
+            first, last = key.start_mark.line, value.end_mark.line
+            if value.end_mark.column == 0:
+                last -= 1
+            lines = text.splitlines(keepends=True)
+            for i in range(first, min(last, len(lines) - 1) + 1):
+                lines[i] = "\n"
+            section = yaml.safe_load(yaml.serialize(value, Dumper=yaml.SafeDumper))
+            return "".join(lines), section, first + 1
+    return text, None, None
+
+
 def load_config(
     path: str | Path,
     *,
@@ -475,3 +506,13 @@ def load_config(
     """
     data, lines = read_yaml_file(path, env=os.environ if env is None else env)
     return _config(data, lines, resolve_strategies=resolve_strategies, venue_used=True)
+
+
+def load_live_config(path: str | Path) -> Config:
+    """A file that may hold a ``backtest:`` section, as the live node reads it (``run.py
+    record``): that section is blanked first, neither read nor checked; ConfigError if bad."""
+    try:
+        text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
+    except ConfigProblems as exc:
+        raise ConfigError("\n".join(exc.problems)) from None
+    return parse_config(split_section(text)[0], source=str(path))

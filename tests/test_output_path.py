@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from framework.backtest.cli import backtest_main, record_main
+from framework.backtest.cli import backtest_main
+from framework.live.cli import record_main
 from framework.output_path import unwritable
 from framework.scaffold import main as new_strategy_main
 

@@ -1,7 +1,4 @@
-"""``python run.py record`` and ``python run.py backtest``.
-
-``record -c FILE --out PATH [--duration S] [--append]`` runs the node exactly as ``live``
-does (strategies included) with the recorder writing PATH; the summary line is printed last.
+"""``python run.py backtest``.
 
 ``backtest -c FILE [--recording PATH] [--report DIR] [--strict]`` replays a recording through
 the same code as live on virtual time with a paper venue
@@ -12,9 +9,8 @@ recording (lines that are not records, time going back, none of the config's pai
 cut file). ``--strict`` (or ``backtest.strict: true``) makes a line that is not a record
 fatal. A rich progress bar goes to stderr when it is a terminal. The config's ``venue:``
 section is not read (a config for a real venue, its credentials unset, backtests as it is);
-log lines carry the replay's virtual time. Both exit 0 when they ran, 1 with a one-line
-reason when they could not (an empty recording, or one with no valid record, included);
-``record`` exits 130 after a second Ctrl-C, as ``live``.
+log lines carry the replay's virtual time. It exits 0 when it ran, 1 with a one-line
+reason when it could not (an empty recording, or one with no valid record, included).
 """
 
 from __future__ import annotations
@@ -27,7 +23,6 @@ from pathlib import Path
 
 import attrs
 
-from framework.backtest.recording import RecordingReader
 from framework.backtest.report import write_report
 from framework.backtest.runner import (
     Backtest,
@@ -38,9 +33,10 @@ from framework.backtest.runner import (
 from framework.cli import add_strategy_dirs, program
 from framework.config import Config
 from framework.output_path import unwritable
+from framework.recording import RecordingReader
 from framework.venue.errors import ConfigError, FrameworkError
 
-__all__ = ["StrategiesFailed", "backtest_main", "record_main", "recording_problem", "run_backtest"]
+__all__ = ["StrategiesFailed", "backtest_main", "recording_problem", "run_backtest"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -96,7 +92,7 @@ def backtest_main(argv: list[str]) -> int:
     if problem is not None:  # before the run, not after it
         print(f"backtest: cannot write the report to {report_dir}: {problem}", file=sys.stderr)
         return EXIT_FAILED
-    from framework.live.logs import configure_logging
+    from framework.logs import configure_logging
 
     configure_logging(
         level=config.logging.level, json=config.logging.json, secrets=config.secrets()
@@ -167,7 +163,7 @@ class StrategiesFailed(FrameworkError):
 
 @contextmanager
 def _virtual_log_time(backtest: Backtest) -> Iterator[None]:
-    from framework.live.logs import set_log_clock
+    from framework.logs import set_log_clock
 
     def now_ms() -> int | None:
         clock = backtest.clock
@@ -259,54 +255,3 @@ def _print_summary(result: BacktestResult, json_path: Path, html_path: Path) -> 
         f"time: {result.elapsed_s:.2f} s ({result.scan_s:.2f} s scan), "
         f"{result.messages_per_second:,.0f} messages/s"
     )
-
-
-def record_main(argv: list[str]) -> int:
-    """``run.py record -c FILE --out PATH [--duration S] [--append]``: live node + recorder."""
-    parser = argparse.ArgumentParser(
-        prog=program("record"),
-        description="Run the node as `live` does and record every inbound message.",
-    )
-    parser.add_argument("-c", "--config", required=True, metavar="FILE", help="YAML config")
-    parser.add_argument(
-        "--out",
-        required=True,
-        metavar="PATH",
-        help="recording file (.jsonl, or .jsonl.gz to compress)",
-    )
-    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    parser.add_argument("--append", action="store_true", help="add to an existing recording")
-    args = parser.parse_args(argv)
-    if args.duration is not None and not args.duration > 0:
-        parser.error("--duration: expected a positive number of seconds")
-    out = Path(args.out)
-    problem = unwritable(out, directory=False)
-    if problem is not None:
-        print(f"record: cannot write the recording to {out}: {problem}", file=sys.stderr)
-        return EXIT_FAILED
-    if out.exists() and out.stat().st_size > 0 and not args.append:
-        print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
-        return EXIT_FAILED
-    add_strategy_dirs(args.config)  # the same rule as check and live
-    try:
-        config, _ = load_backtest_config(args.config, venue=True)
-    except ConfigError as exc:
-        _print_problems(exc)
-        return EXIT_FAILED
-    from framework.live.cli import run_node
-    from framework.live.logs import configure_logging
-
-    secrets = config.secrets()
-    configure_logging(level=config.logging.level, json=config.logging.json, secrets=secrets)
-    from framework.live.node import Node
-
-    node = Node(attrs.evolve(config, recording=attrs.evolve(config.recording, path=str(out))))
-
-    def recorded() -> None:
-        recorder = node.recorder
-        print(f"recorded {recorder.lines if recorder else 0} messages to {out}", file=sys.stderr)
-
-    code = run_node(node, args.duration, prog="record", secrets=secrets, before_summary=recorded)
-    if code == EXIT_OK and (node.recorder is None or node.recorder.failed):
-        return EXIT_FAILED
-    return code

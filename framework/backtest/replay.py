@@ -35,11 +35,11 @@ from urllib.parse import parse_qsl
 
 import attrs
 
-from framework.backtest.recording import LineRecord, RecordingReader
 from framework.backtest.scan import PriceFinder
 from framework.backtest.timeline import Timeline
 from framework.engine.clock import VirtualClock
 from framework.engine.matches import MatchCursor, MatchRound
+from framework.recording import LineRecord, RecordingReader
 from framework.venue.codec import decode_frame, decode_match_answer
 from framework.venue.errors import DecodeError
 from framework.venue.models import AccountPush, ChangeType, MatchRecord, PositionPush

@@ -27,25 +27,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import attrs
-import yaml
 
 from framework.backtest.paper import PaperSettings, PaperVenue, SimVenue
 from framework.backtest.prices import PriceTrack
-from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
 from framework.backtest.timeline import PRICES, SAMPLES, Repeating, Timeline
-from framework.config import Config, beside_config, parse_config
+from framework.config import Config, beside_config, parse_config, split_section
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock
 from framework.engine.events import BalanceSynced, Timer
 from framework.engine.execution import ExecutionEngine
-from framework.engine.kernel import Kernel, StrategyFactory
+from framework.engine.kernel import Kernel, Settle, StrategyFactory
 from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
 from framework.engine.venue import Executor
+from framework.recording import RecordingReader
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountBalance
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
@@ -99,48 +98,20 @@ class BacktestSettings:
 # ------------------------------------------------------------------------------ config
 
 
-def _split_section(text: str, name: str = "backtest") -> tuple[str, Any, int | None]:
-    """The text with its top-level ``name:`` section blanked (line numbers kept)."""
-    try:
-        return _split(text, name)
-    except (yaml.YAMLError, RecursionError):  # too deep for PyYAML's recursive composer
-        return text, None, None  # parse_config reports the YAML error with its line
-
-
-def _split(text: str, name: str) -> tuple[str, Any, int | None]:
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    if not isinstance(node, yaml.MappingNode):
-        return text, None, None
-    for key, value in node.value:
-        if isinstance(key, yaml.ScalarNode) and key.value == name:
-            first, last = key.start_mark.line, value.end_mark.line
-            if value.end_mark.column == 0:
-                last -= 1
-            lines = text.splitlines(keepends=True)
-            for i in range(first, min(last, len(lines) - 1) + 1):
-                lines[i] = "\n"
-            section = yaml.safe_load(yaml.serialize(value, Dumper=yaml.SafeDumper))
-            return "".join(lines), section, first + 1
-    return text, None, None
-
-
-def load_backtest_config(
-    path: str | Path, *, venue: bool = False
-) -> tuple[Config, BacktestSettings]:
+def load_backtest_config(path: str | Path) -> tuple[Config, BacktestSettings]:
     """Read a config file: the live Config plus its ``backtest:`` section; ConfigError if bad.
 
-    The ``venue:`` section is neither read nor required unless venue is true (``run.py
-    record`` runs the live node on the same file).
+    The ``venue:`` section is neither read nor required (``run.py record`` runs the live node
+    on the same file: :func:`framework.config.load_live_config`).
     """
     source = str(path)
     try:
         text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
     except ConfigProblems as exc:
         raise ConfigError("\n".join(exc.problems)) from None
-    stripped, section, _line = _split_section(text)
-    if not venue:
-        stripped = _split_section(stripped, "venue")[0]
-    config = parse_config(stripped, source=source, venue_used=venue)
+    stripped, section, _line = split_section(text)
+    stripped = split_section(stripped, "venue")[0]
+    config = parse_config(stripped, source=source, venue_used=False)
     if section is None:
         return config, BacktestSettings()
     # The section alone, at its own lines: the one strict converter locates every error.
@@ -148,7 +119,7 @@ def load_backtest_config(
         line if kept == "\n" and line != kept else "\n"
         for line, kept in zip(
             text.splitlines(keepends=True),
-            _split_section(text)[0].splitlines(keepends=True),
+            split_section(text)[0].splitlines(keepends=True),
             strict=True,
         )
     )
@@ -354,12 +325,12 @@ class Backtest:
         # What is due by the first record's time runs first: price points dated before it
         # (a first poll answers older matches) are known when the strategies start.
         timeline.run_until(clock.ms)
-        # The live node's start: snapshots first (here the paper account's), then Started.
-        for coin, amount in sorted(paper.initial.items()):
-            balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=Decimal(0))
-            if portfolio.apply_balance(balance, coin=coin):
-                bus.publish(BalanceSynced(balance))
-        kernel.start()
+        for _ in kernel.starting():  # the kernel's start; its Snapshot: the paper account's
+            for coin, amount in sorted(paper.initial.items()):
+                zero = Decimal(0)
+                balance = AccountBalance(symbol=coin, available_amount=amount, frozen_amount=zero)
+                if portfolio.apply_balance(balance, coin=coin):
+                    bus.publish(BalanceSynced(balance))
         replayer.settle()
         total = reader.size
         stats = replayer.run(
@@ -398,34 +369,38 @@ class Backtest:
         poll: Callable[[], None],
         periodic: list[Repeating],
     ) -> None:
-        """The live node's stop protocol on virtual time (see framework.live.node).
+        """The kernel's stop steps on virtual time, as the live node runs them.
 
-        Timers and polls end; what is in flight is answered and a last poll delivers late
-        fills (reactions are sent too); Stopping (on_stop) and the same settling; then the
-        engine closes. Only what is in flight runs meanwhile (answers, retries, the engine's
-        deadlines), for at most ``execution.drain_timeout_s`` of virtual time in all.
+        Timers and polls end; at each Settle, what is in flight is answered and a last poll
+        delivers late fills (reactions are sent too); between them Stopping (on_stop) and the
+        cancels of ``execution.cancel_on_stop``; then the engine closes and the Drain answers
+        what is in flight. Only what is in flight runs meanwhile (answers, retries, the
+        engine's deadlines), for at most ``execution.drain_timeout_s`` of virtual time in all
+        (each Settle runs to that horizon: a backtest never waits on a wall clock).
         """
         for repeating in periodic:
             repeating.cancel()
         engine = kernel.engine
         horizon = kernel.clock.now_ms() + int(self.config.execution.drain_timeout_s * 1000)
 
+        def run_in_flight() -> None:
+            while not engine.idle and timeline.due_at <= horizon:
+                timeline.run_until(timeline.due_at, replayer.settle)
+
         def settle() -> None:
             for _ in range(3):
                 replayer.settle()
-                while not engine.idle and timeline.due_at <= horizon:
-                    timeline.run_until(timeline.due_at, replayer.settle)
+                run_in_flight()
                 poll()
                 replayer.settle()
                 if engine.idle:
                     return
 
-        settle()
-        kernel.stopping("end of recording")
-        settle()
-        kernel.close()
-        while not engine.idle and timeline.due_at <= horizon:  # in flight: answered
-            timeline.run_until(timeline.due_at, replayer.settle)
+        for step in kernel.stopping_steps("end of recording"):
+            if isinstance(step, Settle):
+                settle()
+            else:  # Drain
+                run_in_flight()
         replayer.settle()
 
 

@@ -20,7 +20,7 @@ from typing import Final, Literal
 
 import attrs
 
-from framework.backtest.recording import (
+from framework.recording import (
     LINE_ERRORS,
     RecordingReader,
     WsRecord,

@@ -27,7 +27,7 @@ from pathlib import Path
 import attrs
 import orjson
 
-from framework.live.recorder import RecordingWriter
+from framework.recording import RecordingWriter
 from framework.twin import wire
 from framework.twin.events import BalanceChanged
 from framework.twin.events import Event as TwinEvent

@@ -15,6 +15,7 @@ node name (that space belongs to generated ids) and must not have been used befo
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final, Protocol
 
 __all__ = [
@@ -95,7 +96,7 @@ class _MemorySource:
 class ClientIdGenerator:
     """Draws client order ids ``{node}{tag}-{seq:x}`` from an IdSource, a block at a time."""
 
-    __slots__ = ("_block", "_end", "_next", "_prefix", "_source", "node")
+    __slots__ = ("_block", "_end", "_next", "_prefix", "_source", "chosen", "node")
 
     def __init__(self, node: str, source: IdSource, *, block_size: int = 1000) -> None:
         if not isinstance(node, str) or _VALID_NODE.fullmatch(node) is None:
@@ -111,6 +112,8 @@ class ClientIdGenerator:
         self._block = block_size
         self._next = 0
         self._end = 0
+        self.chosen: set[str] = set()
+        """Ids strategies chose and used (without a journal; with one, those recovery read)."""
 
     @classmethod
     def ephemeral(cls, node: str, *, now_ms: int, random_bits: int) -> ClientIdGenerator:
@@ -134,6 +137,20 @@ class ClientIdGenerator:
             self._end = seq + self._block
         self._next = seq + 1
         return f"{self._prefix}{seq:x}"
+
+    def claim(self, client_order_id: str, journaled: Callable[[str], bool] | None) -> None:
+        """Check a strategy's own id (check_user_id) and that it was never used: by the
+        journal (``journaled``) when there is one, else by the ids claimed so far."""
+        self.check_user_id(client_order_id)
+        # In memory either way: the journal loads the chosen ids it holds once, when opened,
+        # and notes every one added since (journal.add runs for accepted and refused intents).
+        if journaled is not None:
+            used = journaled(client_order_id)
+        else:
+            used = client_order_id in self.chosen
+            self.chosen.add(client_order_id)
+        if used:
+            raise ClientIdError(f"client_order_id {client_order_id!r} was already used")
 
     def check_user_id(self, client_order_id: str) -> None:
         """Raise ClientIdError if a strategy's own id is malformed or in the generated space."""

@@ -43,7 +43,7 @@ from typing import Final
 from framework.engine import recovery
 from framework.engine.batching import Batcher, backoff_s
 from framework.engine.cancels import CancelAnswer, CancelBatch, Canceller
-from framework.engine.client_ids import ClientIdError, ClientIdGenerator
+from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.events import Event, MatchFilled, OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.fills import FillLinker
@@ -136,7 +136,7 @@ class ExecutionEngine:
             max_batch=settings.cancel_batch,
         )
         self._c = outcomes.counts
-        self._user_ids: set[str] = set()
+        self._journaled = journal.contains if journal is not None else None
         self._next_batch_id = 1
         self._recovered = journal is None
         self._restored = journal is None
@@ -168,17 +168,7 @@ class ExecutionEngine:
         return self._dt
 
     def _check_user_id(self, client_order_id: str) -> None:
-        self._ids.check_user_id(client_order_id)
-        journal = self._journal
-        # In memory either way: the journal loads the chosen ids it holds once, when opened,
-        # and notes every one added since (journal.add runs for accepted and refused intents).
-        if journal is not None:
-            used = journal.contains(client_order_id)
-        else:
-            used = client_order_id in self._user_ids
-            self._user_ids.add(client_order_id)
-        if used:
-            raise ClientIdError(f"client_order_id {client_order_id!r} was already used")
+        self._ids.claim(client_order_id, self._journaled)
 
     def submit(self, strategy: str, intent: OrderIntent) -> str:
         """Check, journal and queue an intent; returns its client order id at once.
@@ -545,7 +535,7 @@ class ExecutionEngine:
         self._resend = recovery.restore(
             self._journal, self._ids.node, self.settings, self._now_ms(),
             ledger=self._ledger, outcomes=self._outcomes, risk=self._risk,
-            queue=self._batcher.push, chosen_id=self._user_ids.add,
+            queue=self._batcher.push, chosen_id=self._ids.chosen.add,
             accepted=self.cancels.accepted,
         )  # fmt: skip
 
@@ -562,17 +552,8 @@ class ExecutionEngine:
         self.restore()
         self._recovered = True
         self._outcomes.release()
-        journal = self._journal
-        assert journal is not None
-        kept = journal.load_matches(self._ids.node)
-        if kept:
-            log.warning(
-                "restart: %d matches kept in the journal (held for an answer, counted for a"
-                " doubt group, or found external while intents were in doubt) are decided again",
-                len(kept),
-            )
-        for match, kind in kept:
-            self._fills.recover_match(match, kind)
+        assert self._journal is not None
+        recovery.decide_kept(self._journal, self._ids.node, self._fills.recover_match)
         self.flush()
         if self._resend or self.cancels.pending:
             self._ready()

@@ -4,16 +4,23 @@ A runtime (the live :class:`~framework.live.node.Node`, a
 :class:`~framework.backtest.runner.Backtest`) provides only its edges: the clock, the client
 id generator and journal, how timers are scheduled, a reference price for the risk gate, and
 where batches go (it drives ``kernel.engine`` with its executor). The kernel builds and wires
-everything else from the config::
+everything else from the settings it names (:class:`KernelSettings`: execution, pairs,
+strategies; a :class:`~framework.config.Config` has them) and runs the one lifecycle::
 
-    kernel = Kernel(config, clock)                  # bus, portfolio, frame intake
+    kernel = Kernel(settings, clock)                # bus, portfolio, frame intake
     executor = Executor(partial(kernel.build_engine, ids=...), ...)
     #   the executor builds the engine with its own wake as on_ready: wired at construction
     kernel.load_strategies(schedule=...)            # context, strategies, dispatch
-    kernel.start()                                  # Started (on_start), then recovery
+    for step in kernel.starting(): ...              # Snapshot; then Started, recovery
     ... edges feed kernel.intake (pushes) and kernel.on_match (match polls) ...
-    kernel.stopping(reason)                         # Stopping (on_stop)
-    kernel.close()                                  # the engine refuses new intents
+    for step in kernel.stopping_steps(reason): ...  # Settle; Stopping, cancel on stop;
+                                                    # Settle; close; Drain
+
+The start and the stop are sans-I/O sequences of steps: the kernel does what is pure
+(publishing Started and Stopping, recovery, ``execution.cancel_on_stop``, closing the engine)
+and yields a step wherever the runtime must do I/O or let time pass (read the venue's state;
+send, answer and poll until quiet; wait for what is in flight). The live node runs them on
+the wall clock, a backtest on virtual time: both runtimes mean the same by every setting.
 
 A strategy whose constructor raises is a :class:`StrategyBuildError` naming it as
 ``strategies[N] (name)``, in both runtimes. Strategies are attached to the bus when they
@@ -28,15 +35,18 @@ new one. Pure: no I/O, no clock of its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
+from typing import Any, Protocol
 
-from framework.config import Config, StrategyConfig
+import attrs
+
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import Clock
 from framework.engine.events import MatchFilled, Started, Stopping
 from framework.engine.execution import ExecutionEngine
+from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderIntent
 from framework.engine.journaling import JournalProtocol
 from framework.engine.portfolio import Portfolio, frame_router, push_routes
@@ -44,8 +54,20 @@ from framework.engine.raised import raised
 from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
+from framework.venue.rules import PairRules
 
-__all__ = ["Kernel", "StrategyBuildError", "StrategyFactory", "StrategyStopped"]
+__all__ = [
+    "Drain",
+    "Kernel",
+    "KernelSettings",
+    "Settle",
+    "Snapshot",
+    "StrategyBuildError",
+    "StrategyFactory",
+    "StrategySpec",
+    "StrategyStopped",
+    "build_strategy",
+]
 
 log = logging.getLogger("framework.kernel")
 
@@ -58,6 +80,55 @@ StrategyStopped = Callable[[str, str], None]
 """Called with (strategy name, why) when a strategy is stopped for failing."""
 
 
+class StrategySpec(Protocol):
+    """One strategy to build: its unique name, ``module:Class``, free params and the pairs it
+    trades (None: from its params, else every pair)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def class_(self) -> str: ...
+
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+    @property
+    def pairs(self) -> list[str] | None: ...
+
+
+class KernelSettings(Protocol):
+    """What the kernel reads of a configuration (a Config has it): the execution engine's
+    settings, the pairs traded with their rules, the strategies to build."""
+
+    @property
+    def execution(self) -> ExecutionSettings: ...
+
+    @property
+    def pairs(self) -> Mapping[str, PairRules]: ...
+
+    @property
+    def strategies(self) -> Sequence[StrategySpec]: ...
+
+
+@attrs.frozen
+class Snapshot:
+    """Start step: the runtime reads the venue's state (balances, positions, open orders)."""
+
+
+@attrs.frozen
+class Settle:
+    """Stop step: send, answer and poll matches until quiet, at most ``until_s`` after the
+    stop began (what strategies submit in reaction is sent too)."""
+
+    until_s: float
+
+
+@attrs.frozen
+class Drain:
+    """Stop step: what is in flight is answered; nothing new leaves (the engine is closed)."""
+
+
 class StrategyBuildError(ConfigError):
     """A strategy of the config could not be built; the message names it and says why."""
 
@@ -65,8 +136,8 @@ class StrategyBuildError(ConfigError):
 class Kernel:
     """Bus, portfolio, execution engine and strategies of one runtime, wired one way."""
 
-    def __init__(self, config: Config, clock: Clock) -> None:
-        self.config = config
+    def __init__(self, settings: KernelSettings, clock: Clock) -> None:
+        self.settings = settings
         self.clock = clock
         self.bus = Bus()
         self.portfolio = Portfolio()
@@ -80,6 +151,10 @@ class Kernel:
         """Names of the strategies whose on_start returned (filled by start)."""
         self.start_errors = 0
         """How many on_start calls raised (the bus counts the other hooks' failures)."""
+        self.recovered = 0
+        """How many journaled intents the start's recovery queued to be sent."""
+        self.refused = 0
+        """How many queued intents the stop's close refused (9013, never sent)."""
         self._unattached: list[Strategy] = []
         self._engine: ExecutionEngine | None = None
         self._attribute: Callable[[MatchRecord], MatchFilled | None] = self._no_engine
@@ -117,10 +192,10 @@ class Kernel:
         """
         if self._engine is not None:
             raise RuntimeError("Kernel.build_engine: the engine is built already")
-        config = self.config
+        settings = self.settings
         self._engine = ExecutionEngine(
-            config.execution,
-            rules=config.pairs,
+            settings.execution,
+            rules=settings.pairs,
             publish=self.bus.publish,
             now_ms=self.clock.now_ms,
             ids=ids,
@@ -155,9 +230,8 @@ class Kernel:
                 name = getattr(factory, "__name__", type(factory).__name__)
                 built.append(_build(i, name, factory, context))
         else:
-            for i, spec in enumerate(self.config.strategies):
-                cls = load_strategy(spec.class_)
-                built.append(_build(i, spec.name, _constructor(cls, spec), context))
+            for i, spec in enumerate(self.settings.strategies):
+                built.append(build_strategy(i, spec, context))
         # Attached when they start (start): no event reaches a strategy before its on_start.
         self._unattached.extend(built)
         self.strategies.extend(built)
@@ -177,14 +251,22 @@ class Kernel:
         if event is not None:  # None: held until an answer names its order
             self.bus.publish(event)
 
-    def start(self) -> int:
-        """Started (every strategy's on_start), then the engine's restart recovery.
+    def starting(self) -> Iterator[Snapshot]:
+        """The start: Snapshot (the runtime's), then Started, then the restart recovery.
 
-        Returns how many journaled intents recovery queued. Strategies get on_start before
-        anything recovery publishes; ``started`` names those whose on_start returned.
+        ``recovered`` says how many journaled intents recovery queued. Strategies get
+        on_start before anything recovery publishes; ``started`` names those whose on_start
+        returned.
         """
+        yield Snapshot()
         self.bus.publish(Started(self.clock.now()))
-        return self.engine.recover()
+        self.recovered = self.engine.recover()
+
+    def start(self) -> int:
+        """The start with nothing to read at the Snapshot step; returns what recovery queued."""
+        for _ in self.starting():
+            pass
+        return self.recovered
 
     def _on_started(self, event: Started) -> None:
         """Attach the strategies and run their on_start, each failure isolated (see module)."""
@@ -223,8 +305,35 @@ class Kernel:
         """The end of a stop: the engine refuses what is queued and every later intent."""
         return self.engine.close()
 
+    def stopping_steps(self, reason: str) -> Iterator[Settle | Drain]:
+        """The stop: Settle (half the drain timeout), Stopping (on_stop), the cancels of
+        ``execution.cancel_on_stop``, Settle (to the drain timeout), close, Drain.
 
-def _constructor(cls: type[Strategy], spec: StrategyConfig) -> StrategyFactory:
+        ``refused`` says how many queued intents the close refused (9013). Half the time comes
+        before on_stop: a strategy that never goes quiet cannot keep on_stop from running.
+        """
+        execution = self.settings.execution
+        yield Settle(execution.drain_timeout_s / 2)
+        self.stopping(reason)  # on_stop runs whatever happened before
+        log.info("strategies stopped")
+        if execution.cancel_on_stop:
+            asked = self.engine.cancel_all(None)
+            log.info("stop: cancelling the open orders (execution.cancel_on_stop)",
+                     extra={"orders": asked})  # fmt: skip
+        yield Settle(execution.drain_timeout_s)
+        if not self.engine.closed:
+            self.refused = self.close()  # nothing new leaves from here on
+        yield Drain()
+
+
+def build_strategy(index: int, spec: StrategySpec, context: BasicContext) -> Strategy:
+    """strategies[index] of the settings, built on context; StrategyBuildError naming it when
+    its constructor raises (what loading its class raises is raised as it is)."""
+    cls = load_strategy(spec.class_)
+    return _build(index, spec.name, _constructor(cls, spec), context)
+
+
+def _constructor(cls: type[Strategy], spec: StrategySpec) -> StrategyFactory:
     def make(context: BasicContext) -> Strategy:
         return cls(spec.name, context, spec.params, pairs=spec.pairs)
 

@@ -94,8 +94,19 @@ class MatchRound(Generic[M]):
             raise RuntimeError("MatchRound.feed after the round is done")
         self.pages += 1
         bound = self.request_id
-        # One look over the page first: its newest id (is this the venue we knew?) and the
-        # newest time below the bound (where the window by age ends).
+        page_newest = self._look(page, bound)
+        if self._other_venue(bound, page_newest):
+            self._start_over()
+        lowest, reached = self._take(page, bound)
+        if lowest is None or reached or self.initialise:
+            self._finish()
+            return False
+        self.request_id = lowest
+        return True
+
+    def _look(self, page: Sequence[M], bound: int | None) -> int | None:
+        """One look over the page first: its newest id (returned: is this the venue we
+        knew?) and the newest time below the bound (where the window by age ends)."""
         newest_ms = self._newest_ms
         page_newest: int | None = None
         for match in page:
@@ -110,16 +121,22 @@ class MatchRound(Generic[M]):
             ):
                 newest_ms = ms
         self._newest_ms = newest_ms
+        return page_newest
+
+    def _other_venue(self, bound: int | None, page_newest: int | None) -> bool:
+        """The newest page lists nothing at or above the high-water mark (see module)."""
         high = self.high
-        if (
+        return (
             bound is None
             and high is not None
             and high > 0
             and not self.initialise
             and (page_newest is None or page_newest < high)
-        ):
-            self._start_over()
-        high, floor, seen, found = self.high, self.floor, self.seen, self._found
+        )
+
+    def _floors(self) -> tuple[int | None, int | None]:
+        """Where the re-read window ends: (by ids, by age); None where that bound is off."""
+        high, newest_ms = self.high, self._newest_ms
         by_age = self.reread_age_ms > 0
         age_floor = newest_ms - self.reread_age_ms if by_age and newest_ms is not None else None
         if high is None:
@@ -128,6 +145,14 @@ class MatchRound(Generic[M]):
             id_floor = high - self.reread_ids
         else:  # no window by ids: only by age, or (neither set) none at all
             id_floor = None if by_age else high
+        return id_floor, age_floor
+
+    def _take(self, page: Sequence[M], bound: int | None) -> tuple[int | None, bool]:
+        """Keep the page's new matches; returns its lowest id below the bound (None: none)
+        and whether it reached the end of the window."""
+        high, floor, seen, found = self.high, self.floor, self.seen, self._found
+        id_floor, age_floor = self._floors()
+        by_age = self.reread_age_ms > 0
         newest, lowest, stop = self._newest, None, self._stop
         reached = False
         for match in page:
@@ -161,15 +186,16 @@ class MatchRound(Generic[M]):
             else:
                 found[mid] = match
         self._newest, self._stop = newest, stop
-        if lowest is None or reached or self.initialise:
-            self.done = True
-            if stop is not None:  # the window ends there: nothing at or below it is new
-                for mid in [k for k in found if k <= stop]:
-                    del found[mid]
-            self.late = sum(1 for k in found if high is not None and k <= high)
-            return False
-        self.request_id = lowest
-        return True
+        return lowest, reached
+
+    def _finish(self) -> None:
+        """The round is done: nothing at or below the window's end is new."""
+        self.done = True
+        found, stop, high = self._found, self._stop, self.high
+        if stop is not None:
+            for mid in [k for k in found if k <= stop]:
+                del found[mid]
+        self.late = sum(1 for k in found if high is not None and k <= high)
 
     def _start_over(self) -> None:
         """The venue lists nothing at or above the high-water mark: a first start again."""

@@ -30,13 +30,13 @@ import attrs
 from framework.engine.events import OrderUpdate
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderStatus
-from framework.engine.journaling import JournalEntry, JournalProtocol, StatusRow
+from framework.engine.journaling import JournalEntry, JournalProtocol, KeptAs, StatusRow
 from framework.engine.outcomes import Outcomes
 from framework.engine.reconcile import DONE_MEMORY, LOST_MEMORY, Ledger, LiveOrder, done_of, revive
 from framework.engine.risk import FRAMEWORK_CODES, PENDING_EXPIRED, RiskGate, is_resting
-from framework.venue.models import OrderInput
+from framework.venue.models import MatchRecord, OrderInput
 
-__all__ = ["RecoveryPlan", "carry_out", "plan", "remember", "restore"]
+__all__ = ["RecoveryPlan", "carry_out", "decide_kept", "plan", "remember", "restore"]
 
 log = logging.getLogger("framework.execution")
 
@@ -208,3 +208,19 @@ def restore(
             accepted(entry, now_ms)
     remember(journal, owner, ledger, risk.reference_price, now_ms, settings)
     return queued
+
+
+def decide_kept(
+    journal: JournalProtocol, owner: str, recover_match: Callable[[MatchRecord, KeptAs], None]
+) -> None:
+    """Decide again each match the journal kept for owner (held for an answer, counted for a
+    doubt group, or found external while intents were in doubt)."""
+    kept = journal.load_matches(owner)
+    if kept:
+        log.warning(
+            "restart: %d matches kept in the journal (held for an answer, counted for a"
+            " doubt group, or found external while intents were in doubt) are decided again",
+            len(kept),
+        )
+    for match, kind in kept:
+        recover_match(match, kind)

@@ -5,6 +5,10 @@ strategy without a venue: exit 0 with one ``ok`` line, or exit 1 with one
 ``path: problem (line N)`` line per problem (``strategies[N] (name): error`` for a strategy
 that cannot be built) on stderr.
 
+``record -c FILE --out PATH [--duration S] [--append]`` runs the node exactly as ``live``
+does (strategies included) with the recorder writing PATH (a ``backtest:`` section of the
+file is not read); the summary line is printed last; exit codes as ``live``'s.
+
 ``live -c FILE [--duration S]`` runs the node until SIGINT, SIGTERM or the duration, then
 prints one final line ``summary {json}`` on stdout and exits 0. Logs go to stderr. A
 configuration the node cannot run with exits 1 with a one-line reason, never a traceback;
@@ -22,21 +26,24 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 import orjson
 
 from framework.cli import add_strategy_dirs, program
-from framework.config import Config, load_config
+from framework.config import Config, load_config, load_live_config
 from framework.engine.raised import one_line, raised
-from framework.live.logs import configure_logging, redact
+from framework.logs import configure_logging, redact
+from framework.output_path import unwritable
 from framework.venue.errors import ConfigError
 
 if TYPE_CHECKING:
     from framework.live.node import Node
 
-__all__ = ["check_main", "live_main", "run_node", "summary_line"]
+__all__ = ["check_main", "live_main", "record_main", "run_node", "summary_line"]
 
 log = logging.getLogger("framework.cli")
 
@@ -61,11 +68,11 @@ def _positive(text: str) -> float:
     return value
 
 
-def _load(path: str) -> Config | None:
+def _load(path: str, load: Callable[[str], Config] = load_config) -> Config | None:
     """The config, or None after printing its problems to stderr one per line."""
     add_strategy_dirs(path)  # "module:Class" from the working directory or beside the config
     try:
-        return load_config(path)
+        return load(path)
     except ConfigError as exc:
         for line in str(exc).splitlines():
             print(line, file=sys.stderr)
@@ -95,8 +102,9 @@ def build_problems(config: Config) -> list[str]:
 
     No secret value of the config is shown (a strategy's error may quote its params).
     """
+    from framework.engine.kernel import StrategyBuildError, build_strategy
     from framework.engine.portfolio import Portfolio
-    from framework.engine.strategy import BasicContext, load_strategy
+    from framework.engine.strategy import BasicContext
     from framework.live.wallclock import WallClock
 
     ids = iter(range(1, 1_000_000))
@@ -110,9 +118,10 @@ def build_problems(config: Config) -> list[str]:
     secrets = config.secrets()
     for i, spec in enumerate(config.strategies):
         try:
-            cls = load_strategy(spec.class_)
-            cls(spec.name, context, spec.params, pairs=spec.pairs)
-        except Exception as exc:
+            build_strategy(i, spec, context)  # as the kernel builds it
+        except StrategyBuildError as exc:
+            problems.append(redact(str(exc), secrets))
+        except Exception as exc:  # its class cannot be loaded
             problems.append(redact(f"strategies[{i}] ({spec.name}): {raised(exc)}", secrets))
     return problems
 
@@ -219,3 +228,48 @@ def _innermost(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
+
+
+def record_main(argv: list[str]) -> int:
+    """``run.py record -c FILE --out PATH [--duration S] [--append]``: live node + recorder."""
+    parser = argparse.ArgumentParser(
+        prog=program("record"),
+        description="Run the node as `live` does and record every inbound message.",
+    )
+    parser.add_argument("-c", "--config", required=True, metavar="FILE", help="YAML config")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="PATH",
+        help="recording file (.jsonl, or .jsonl.gz to compress)",
+    )
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    parser.add_argument("--append", action="store_true", help="add to an existing recording")
+    args = parser.parse_args(argv)
+    if args.duration is not None and not args.duration > 0:
+        parser.error("--duration: expected a positive number of seconds")
+    out = Path(args.out)
+    problem = unwritable(out, directory=False)
+    if problem is not None:
+        print(f"record: cannot write the recording to {out}: {problem}", file=sys.stderr)
+        return EXIT_FAILED
+    if out.exists() and out.stat().st_size > 0 and not args.append:
+        print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
+        return EXIT_FAILED
+    config = _load(args.config, load_live_config)  # its backtest: section is not read
+    if config is None:
+        return EXIT_FAILED
+    secrets = config.secrets()
+    configure_logging(level=config.logging.level, json=config.logging.json, secrets=secrets)
+    from framework.live.node import Node
+
+    node = Node(attrs.evolve(config, recording=attrs.evolve(config.recording, path=str(out))))
+
+    def recorded() -> None:
+        recorder = node.recorder
+        print(f"recorded {recorder.lines if recorder else 0} messages to {out}", file=sys.stderr)
+
+    code = run_node(node, args.duration, prog="record", secrets=secrets, before_summary=recorded)
+    if code == EXIT_OK and (node.recorder is None or node.recorder.failed):
+        return EXIT_FAILED
+    return code

@@ -32,10 +32,10 @@ from framework.config import Config, load_config
 from framework.engine.clock import Clock
 from framework.engine.raised import one_line
 from framework.live.embedded import VenueAccess, open_venue
-from framework.live.logs import configure_logging, redact
 from framework.live.rest import RestClient
 from framework.live.stream import StreamClient
 from framework.live.wallclock import WallClock
+from framework.logs import configure_logging, redact
 from framework.venue.errors import (
     AuthError,
     ConfigError,

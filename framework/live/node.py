@@ -51,7 +51,7 @@ from framework.engine.clock import Clock
 from framework.engine.events import ConnectionChanged, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
-from framework.engine.kernel import Kernel
+from framework.engine.kernel import Kernel, Settle, Snapshot
 from framework.engine.strategy import Strategy
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor
@@ -115,7 +115,6 @@ class Node:
         self._interrupted = False  # a second signal came
         self._waited = False  # the stop's waiting is over
         self._unknown_at_force = 0
-        self._refused_at_close = 0
         self.kernel.on_strategy_stopped(self._strategy_stopped)
         self._drain_scope: anyio.CancelScope | None = None
         self._trigger: tuple[str, float] | None = None  # what is being handled, since when
@@ -261,7 +260,7 @@ class Node:
             "stop cut short by a second signal: skipped waiting for the answers and the last "
             "match poll; %d order(s) left UNKNOWN by it, %d queued intent(s) refused (9013)",
             max(0, unknown - self._unknown_at_force),
-            self._refused_at_close,
+            self.kernel.refused,
         )
 
     async def _watch_signals(
@@ -415,9 +414,12 @@ class Node:
         )
         # on_start first, always: what recovery publishes (UNKNOWN intents, kept matches)
         # reaches strategies that have set themselves up.
-        recovered = self.kernel.start()
+        # The kernel's start. Its Snapshot step (balances, positions, match cursors, open
+        # orders) was _initial_sync, run in _start so that a FatalError arrives unwrapped.
+        for step in self.kernel.starting():
+            assert isinstance(step, Snapshot) and self.resync is not None
         log.info("strategies started", extra={"strategies": list(self.kernel.started)})
-        log.info("journal recovered", extra={"intents_requeued": recovered})
+        log.info("journal recovered", extra={"intents_requeued": self.kernel.recovered})
         self._check_all_stopped()
         tg.start_soon(self.executor.run)
         if not self._stop.is_set():  # every strategy failed at on_start: no stream to open
@@ -447,30 +449,21 @@ class Node:
         """
         log.info("stopping", extra={"reason": self.stop_reason})
         self._stop_scheduler()
-        timeout = self.config.execution.drain_timeout_s
         began = anyio.current_time()
         late = False
-        # Shielded from the task group, but a second signal cancels them (_watch_signals).
-        # Half the time before on_stop, the rest after it: a strategy that never goes quiet
-        # cannot keep on_stop from running.
-        with self._shielded(began + timeout / 2) as scope:
-            await self._settle()
-        late |= scope.cancel_called
-        self.kernel.stopping(self.stop_reason)  # on_stop runs whatever happened before
-        log.info("strategies stopped")
-        if self.config.execution.cancel_on_stop and self.engine is not None:
-            asked = self.engine.cancel_all(None)
-            log.info("stop: cancelling the open orders (execution.cancel_on_stop)",
-                     extra={"orders": asked})  # fmt: skip
-        with self._shielded(began + timeout) as scope:
-            await self._settle()
-        late |= scope.cancel_called
-        self._close()  # nothing new leaves from here on
-        # What is in flight is answered (or times out at the REST timeout: UNKNOWN then,
-        # truthfully), never cut off by the stop.
-        with self._shielded(anyio.current_time() + self.config.venue.timeout_s + 1):
-            if self.executor is not None and not self._force:
-                await self.executor.drain(math.inf)
+        for step in self.kernel.stopping_steps(self.stop_reason):  # the kernel's stop steps
+            if isinstance(step, Settle):
+                # Shielded from the task group, but a second signal cancels it (_watch_signals).
+                with self._shielded(began + step.until_s) as scope:
+                    await self._settle()
+                late |= scope.cancel_called
+                continue
+            # Drain: what is in flight is answered (or times out at the REST timeout: UNKNOWN
+            # then, truthfully), never cut off by the stop.
+            with self._shielded(anyio.current_time() + self.config.venue.timeout_s + 1):
+                if self.executor is not None and not self._force:
+                    await self.executor.drain(math.inf)
+        timeout = self.config.execution.drain_timeout_s
         if late and not self._force:
             log.warning("stop: drain_timeout_s %.1f s passed with work outstanding", timeout)
         if self.journal is not None:
@@ -485,10 +478,6 @@ class Node:
         if self._force:
             self._drain_scope.cancel()
         return self._drain_scope
-
-    def _close(self) -> None:
-        if self.engine is not None and not self.engine.closed:
-            self._refused_at_close = self.kernel.close()
 
     def _strategy_stopped(self, name: str, why: str) -> None:
         self._check_all_stopped()

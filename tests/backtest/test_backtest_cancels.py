@@ -149,6 +149,21 @@ def test_a_ladder_backtest_with_cancels_gives_the_same_report_twice(
     assert results["fills"]["by_strategy"] == {"ladder": 3}
 
 
+def test_cancel_on_stop_cancels_what_rests_when_a_backtest_stops(
+    tmp_path: Path, recording: Path
+) -> None:
+    """``execution.cancel_on_stop`` means in a backtest what it means live."""
+    text = write_config(tmp_path).read_text(encoding="utf-8")
+    prices = text.split("prices_csv: ")[1].strip()
+    config = parse_config(text.split("backtest:")[0] + "execution: {cancel_on_stop: true}\n")
+    result = Backtest(config, recording, BacktestSettings(prices_csv=prices)).run()
+    orders = paper_orders(result.paper, result.collector.orders)
+    assert not [r for r in orders.values() if r.status == "OPEN"]
+    assert result.engine.open_orders() == []
+    # The re-centre's five, then the six of the new grid at the stop.
+    assert result.engine.counters()["orders_canceled"] == 5 + 6
+
+
 class Canceller(Strategy):
     """Places bids, cancels them queued, in flight and done; records what comes back."""
 

@@ -16,9 +16,10 @@ import orjson
 import pytest
 
 from framework import CancelRejected, MatchRecord, OrderIntent, OrderStatus, OrderUpdate
-from framework.backtest.cli import backtest_main, record_main
-from framework.backtest.recording import RecordingReader, RestRecord
+from framework.backtest.cli import backtest_main
 from framework.backtest.runner import Backtest, load_backtest_config
+from framework.live.cli import record_main
+from framework.recording import RecordingReader, RestRecord
 from framework.twin.order_management import CANCEL_PATH
 from framework.venue.requests import MATCHES_PATH
 from strategies.pulse import Pulse

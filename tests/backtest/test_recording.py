@@ -10,10 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from framework.backtest.recording import PIECE_SIZE, RecordingReader, RestRecord, WsRecord
 from framework.backtest.scan import scan
 from framework.backtest.synth import SynthSettings, generate
-from framework.live.recorder import RecordingWriter
+from framework.recording import PIECE_SIZE, RecordingReader, RecordingWriter, RestRecord, WsRecord
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH
 
 FRAME = '{"event":"api_account","success":true,"symbol":"USD","data":{"logId":1,"symbol":"USD"}}'

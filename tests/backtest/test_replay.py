@@ -7,14 +7,13 @@ from typing import Any
 
 import orjson
 
-from framework.backtest.recording import RecordingReader
 from framework.backtest.replay import Replayer
 from framework.backtest.timeline import PRICES, SAMPLES, Timeline
 from framework.engine.bus import Bus
 from framework.engine.clock import VirtualClock
 from framework.engine.events import MatchFilled
 from framework.engine.portfolio import Portfolio, push_routes
-from framework.live.recorder import RecordingWriter
+from framework.recording import RecordingReader, RecordingWriter
 from framework.twin import wire
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 from framework.venue.requests import BALANCE_PATH, MATCHES_PATH

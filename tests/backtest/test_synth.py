@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
-from framework.backtest.recording import RecordingReader, RestRecord, WsRecord
 from framework.backtest.synth import SynthSettings, generate, main
+from framework.recording import RecordingReader, RestRecord, WsRecord
 from framework.venue.codec import decode_frame
 from framework.venue.models import AccountPush, PositionPush
 from framework.venue.requests import BATCH_CREATE_PATH, MATCHES_PATH, parse_response

@@ -48,10 +48,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from framework import AccountPush, PositionPush, Strategy
-from framework.backtest.recording import RecordingReader
 from framework.backtest.runner import Backtest, BacktestSettings
 from framework.backtest.synth import SynthSettings, generate
 from framework.config import parse_config
+from framework.recording import RecordingReader
 from framework.venue.codec import decode_frame, decode_match_answer
 from framework.venue.errors import DecodeError
 from framework.venue.requests import MATCHES_PATH

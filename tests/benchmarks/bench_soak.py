@@ -313,8 +313,8 @@ async def soak(
 
     from framework.config import parse_config
     from framework.live.allocator import pin_malloc_thresholds
-    from framework.live.logs import configure_logging
     from framework.live.node import Node
+    from framework.logs import configure_logging
     from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 
     minutes, trace, log_level = args.minutes, args.trace, args.log_level

@@ -17,8 +17,7 @@ import orjson
 import pytest
 
 from framework.backtest.cli import backtest_main
-from framework.backtest.recording import RecordingReader
-from framework.live.recorder import RecordingWriter
+from framework.recording import RecordingReader, RecordingWriter
 from framework.venue.requests import MATCHES_PATH
 from tests.venue.frames import account_frame, position_frame
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from framework.live.logs import configure_logging, redact
+from framework.logs import configure_logging, redact
 
 HEX_KEY = "0x" + "3c" * 32
 SIGNATURE = "0x" + "ab" * 65  # 130 hex digits: a signature, not a key
@@ -28,7 +28,7 @@ def stream() -> Iterator[io.StringIO]:
     yield buffer
     root = logging.getLogger()
     for handler in list(root.handlers):
-        if handler.get_name() == "framework.live.logs":
+        if handler.get_name() == "framework.logs":
             root.removeHandler(handler)
     for logger, level in zip(loggers, levels, strict=True):
         logger.setLevel(level)

@@ -13,13 +13,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from framework.backtest.cli import record_main
-from framework.backtest.recording import RecordingReader, RestRecord, WsRecord
 from framework.engine.clock import VirtualClock
-from framework.live.recorder import Recorder, RecordingWriter
+from framework.live.cli import record_main
+from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.stream import StreamClient
 from framework.live.wallclock import WallClock
+from framework.recording import RecordingReader, RecordingWriter, RestRecord, WsRecord
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
 from framework.venue.models import MatchType, OrderInput, PositionType
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import sys
-from framework.live.recorder import RecordingWriter
+from framework.recording import RecordingWriter
 writer = RecordingWriter(sys.argv[1], append=False)
 frame = '{"event":"api_account","success":true,"symbol":"USD","data":{"logId":1}}'
 i = 0

@@ -1,7 +1,9 @@
-"""Reading recordings: JSON lines, plain or gzip (known by its first bytes), fast and tolerant.
+"""Recordings: JSON lines, plain or gzip (known by its first bytes), written crash-safe and
+read fast and tolerantly. The live node records with :class:`RecordingWriter` (through
+:class:`framework.live.recorder.Recorder`); a backtest replays with :class:`RecordingReader`.
 
-The format (a public contract, written by :mod:`framework.live.recorder`) is one JSON object
-per line and per inbound message, in the order they arrived::
+The format (a public contract) is one JSON object per line and per inbound message, in the
+order they arrived::
 
     {"ts": 1700000000123, "source": "ws", "frame": "<raw WebSocket text frame>"}
     {"ts": 1700000000456, "source": "rest", "path": "/api/...", "query": "pageSize=50",
@@ -25,6 +27,15 @@ line, so what it wrote is readable) is read up to its cut, and a later member ap
 next run is found again. These, and the counts, are the reader's stats: it logs nothing (the
 backtest says what it found in one line each).
 
+Writing: each line (or small batch, ``flush_every``) goes to the file in one unbuffered
+write, so a killed process leaves every line written so far. A new file with a ``.gz`` name
+is compressed and sync-flushed at the same points (``Z_SYNC_FLUSH``): a cut file lacks only
+the gzip trailer and reads back up to its last line. An existing file is appended to in the
+encoding it holds, whatever its name, as the reader finds it (a plain file's cut last line
+is closed with a newline first; a gzip file gets a new member). Values the writer is told are
+secret are replaced by ``***``, and credential keys an acknowledgement might echo (apiKey,
+signature, secret) are dropped from it.
+
 What a backtest learns from a recording before replaying it is :mod:`framework.backtest.scan`.
 """
 
@@ -32,20 +43,24 @@ from __future__ import annotations
 
 import contextlib
 import mmap
+import os
 import zlib
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Final, TypeAlias
+from types import TracebackType
+from typing import ClassVar, Final, TypeAlias
 
 import attrs
 import msgspec
 import orjson
 
-from framework.recording_format import GZIP_MAGIC, is_gzip
+from framework.gzip_members import GZIP_MAGIC, inflate, is_gzip
 from framework.venue.errors import FrameworkError
 
 __all__ = [
     "CHUNK_SIZE",
+    "CREDENTIAL_KEYS",
+    "GZIP_MAGIC",
     "LINE_ERRORS",
     "MAX_LINE",
     "PIECE_SIZE",
@@ -53,6 +68,7 @@ __all__ = [
     "LineRecord",
     "ReaderStats",
     "RecordingReader",
+    "RecordingWriter",
     "RestLine",
     "RestRecord",
     "WsLine",
@@ -71,7 +87,145 @@ MAX_LINE: Final = 64 << 20
 """Bytes of the longest line read (a recorded answer is at most 16 MB, escaped): a longer
 one is not a record, counted and skipped unread."""
 
-_SALVAGE_STEP: Final = 4096  # compressed bytes inflated at once after an error (~4 MB out)
+
+CREDENTIAL_KEYS: Final = frozenset({"apiKey", "signature", "secret", "apiSecret", "privateKey"})
+"""Keys dropped from any recorded WebSocket frame that carries them (an echoing ack)."""
+
+_NEWLINE: Final = orjson.OPT_APPEND_NEWLINE
+
+
+class RecordingWriter:
+    """Writes records to a JSON lines file (gzip, sync-flushed, for a new file named .gz)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        append: bool = True,
+        flush_every: int = 1,
+        level: int = 6,
+        redact: Sequence[str] = (),
+    ) -> None:
+        if flush_every < 1:
+            raise ValueError(f"flush_every must be at least 1, got {flush_every}")
+        self.path = Path(path)
+        self.flush_every = flush_every
+        self._redact = tuple(s for s in redact if s)
+        self._pending: list[bytes] = []
+        self.lines = 0
+        self.bytes_written = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        if existed and not append:
+            raise FileExistsError(f"{self.path} exists (pass append=True to add to it)")
+        self.gzip = is_gzip(self.path) if existed else self.path.name.endswith(".gz")
+        # Unbuffered: one os-level write per flush, so a kill never leaves half a buffer.
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 (closed in close())
+        self._deflate = zlib.compressobj(level, zlib.DEFLATED, 31) if self.gzip else None
+        if existed and not self.gzip and not _ends_with_newline(self.path):
+            self._file.write(b"\n")
+
+    def __repr__(self) -> str:
+        return f"RecordingWriter({str(self.path)!r}, lines={self.lines})"
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once close() ran."""
+        return self._file.closed
+
+    def redact(self, *values: str) -> None:
+        """Never write these values (API key, secret): each is replaced by ``***``."""
+        self._redact = tuple(dict.fromkeys((*self._redact, *(v for v in values if v))))
+
+    def write_ws(self, ts: int, frame: str) -> None:
+        """Record one WebSocket text frame received at ts (epoch ms)."""
+        if self._redact or "_res" in frame:
+            frame = self._scrub_frame(frame)
+        self._add(orjson.dumps({"ts": ts, "source": "ws", "frame": frame}, option=_NEWLINE))
+
+    def write_rest(self, ts: int, path: str, query: str, body: str | bytes) -> None:
+        """Record one REST answer received at ts: path, query without timestamp, raw body."""
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        if self._redact:
+            text = self._scrub(text)
+            query = self._scrub(query)
+        record = {"ts": ts, "source": "rest", "path": path, "query": query, "body": text}
+        self._add(orjson.dumps(record, option=_NEWLINE))
+
+    def write_line(self, line: bytes) -> None:
+        """Append one already encoded record line (with its newline); used by generators."""
+        self._add(line)
+
+    def _add(self, line: bytes) -> None:
+        self._pending.append(line)
+        if len(self._pending) >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is pending in one write (sync-flushed when compressing)."""
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self.lines += len(self._pending)
+        self._pending.clear()
+        if self._deflate is not None:
+            data = self._deflate.compress(data) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
+        self._write(data)
+
+    def close(self) -> None:
+        """Flush, finish the gzip member, close the file (idempotent)."""
+        if self._file.closed:
+            return
+        try:
+            self.flush()
+            if self._deflate is not None:
+                self._write(self._deflate.flush(zlib.Z_FINISH))
+        finally:
+            self._file.close()
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = self._file.write(view)
+            if written is None:  # pragma: no cover - only for non-blocking files
+                continue
+            view = view[written:]
+        self.bytes_written += len(data)
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._redact:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    def _scrub_frame(self, frame: str) -> str:
+        frame = self._scrub(frame)
+        if not any(key in frame for key in CREDENTIAL_KEYS):
+            return frame
+        try:
+            obj = orjson.loads(frame)
+        except orjson.JSONDecodeError:
+            return frame
+        if type(obj) is not dict or not CREDENTIAL_KEYS.intersection(obj):
+            return frame
+        return orjson.dumps({k: v for k, v in obj.items() if k not in CREDENTIAL_KEYS}).decode()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
 class WsLine(msgspec.Struct, tag_field="source", tag="ws", gc=False):
@@ -217,50 +371,7 @@ class RecordingReader:
                     self.stats.bytes_read += len(data)
                     yield data
                 return
-            yield from self._gunzip(handle)
-
-    def _gunzip(self, handle: Any) -> Iterator[bytes]:
-        stats = self.stats
-        limit = self.chunk_size
-        read = max(limit // 4, 1 << 16)
-        inflater = zlib.decompressobj(31)
-        data = b""
-        while True:
-            if not data:
-                data = handle.read(read)
-                stats.bytes_read += len(data)
-                if not data:
-                    break
-            saved = inflater.copy()
-            try:
-                out = inflater.decompress(data, limit)  # what is left: unconsumed_tail
-            except zlib.error:
-                # A member cut short (killed writer) followed by the next run's member: keep
-                # what the cut member still yields, then start again at the next gzip header.
-                good = yield from _salvage(saved, data)
-                stats.cut_members += 1
-                found = data.find(GZIP_MAGIC, good)
-                while found < 0:
-                    more = handle.read(read)
-                    if not more:
-                        return
-                    stats.bytes_read += len(more)
-                    data = data[-2:] + more
-                    found = data.find(GZIP_MAGIC)
-                inflater = zlib.decompressobj(31)
-                data = data[found:]
-                continue
-            if out:
-                yield out
-            if inflater.eof:  # members are concatenated: a recording appended by a later run
-                data = inflater.unused_data
-                inflater = zlib.decompressobj(31)
-            else:
-                data = inflater.unconsumed_tail
-        if not inflater.eof:
-            tail = inflater.flush()  # all input was taken: what is left is a few bytes
-            if tail:
-                yield tail
+            yield from inflate(handle, self.chunk_size, self.stats)
 
     def line_blocks(self) -> Iterator[tuple[bytes, int, int]]:
         """The text as (buffer, start, end): buffer[start:end] holds whole lines.
@@ -471,40 +582,3 @@ class _LineCounter:
             self.start += len(self._chunk)
             self._chunk = chunk
         return self._line + self._chunk.count(b"\n", 0, offset - self.start)
-
-
-def _salvage(inflater: Any, data: bytes) -> Generator[bytes, None, int]:
-    """What data inflates to from inflater's state up to its first error, a bounded piece at
-    a time; returns the length of the prefix of data that inflates without error."""
-    done = 0
-    while done < len(data):
-        piece = data[done : done + _SALVAGE_STEP]
-        trial = inflater.copy()
-        try:
-            out = trial.decompress(piece)
-        except zlib.error:
-            good, out = _longest_valid_prefix(inflater, piece)
-            if out:
-                yield out
-            return done + good
-        if out:
-            yield out
-        inflater = trial
-        done += len(piece)
-    return done
-
-
-def _longest_valid_prefix(inflater: Any, data: bytes) -> tuple[int, bytes]:
-    """How much of data inflates without error from inflater's state, and its output."""
-    low, high = 0, len(data)
-    best = b""
-    while high - low > 1:
-        middle = (low + high) // 2
-        trial = inflater.copy()
-        try:
-            out = trial.decompress(data[:middle])
-        except zlib.error:
-            high = middle
-        else:
-            low, best = middle, out
-    return low, best

@@ -38,7 +38,7 @@ _HEX_KEY = re.compile(r"(?<![0-9A-Fa-f])(?:0[xX])?[0-9A-Fa-f]{64}(?![0-9A-Fa-f])
 _STANDARD: Final = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
 )
-_HANDLER_NAME: Final = "framework.live.logs"
+_HANDLER_NAME: Final = "framework.logs"
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
