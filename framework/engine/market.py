@@ -68,20 +68,19 @@ class MarketView:
 
     def apply(self, record: MarketRecord) -> bool:
         """Take one market record; False when it was not taken (older, or a pair too many)."""
+        kind = type(record)
+        if kind is not Bar and kind not in self._tables:
+            raise TypeError(f"MarketView.apply: not a market record: {kind.__name__}")
         pair = record.pair
         if pair not in self._heard and len(self._heard) >= self.max_pairs:
             return False
-        kind = type(record)
         if kind is Bar:
             held: dict[str, Any] = self._bars.get(pair) or {}
             key = record.period  # type: ignore[union-attr]
             if key not in held and len(held) >= self.max_periods:
                 return False
         else:
-            found = self._tables.get(kind)
-            if found is None:
-                raise TypeError(f"MarketView.apply: not a market record: {kind.__name__}")
-            held, key = found, pair
+            held, key = self._tables[kind], pair
         if not _newer(held.get(key), record):
             return False
         held[key] = record

@@ -368,7 +368,8 @@ class MarketCodec:
     ) -> tuple[MarketRecord, ...] | SubscribeAck:
         """The records of one market frame (its text or parsed object), or a subscribe ack.
 
-        pair: the subscription's, for records whose frame names none (klines).
+        pair: the subscription's, for records whose frame names none (klines). Pass the text
+        where exactness matters: a float already parsed is read through its shortest repr.
         """
         try:
             if type(data) is dict:

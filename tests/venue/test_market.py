@@ -257,6 +257,14 @@ def test_a_mark_price_answer_is_a_number_a_string_or_an_object(data: Any, time: 
     )
 
 
+def test_a_rest_answers_numbers_are_read_from_their_text() -> None:
+    body = b'{"code":200,"error":false,"data":{"markPrice":1850.123456789012345678}}'
+    got = codec.mark_price(200, body, "ETH-USD")
+    assert str(got.price) == "1850.123456789012345678"
+    body = b'{"code":200,"error":false,"data":[{"price":0.30000000000000001,"quantity":1}]}'
+    assert str(codec.trades(200, body, "ETH-USD")[0].price) == "0.30000000000000001"
+
+
 def test_an_index_price_answer_names_its_pair_or_takes_the_one_asked() -> None:
     got = codec.index_price(200, answer({"pair": "BTC-USD", "indexPrice": "60000"}), "ETH-USD")
     assert got == IndexPrice(pair="BTC-USD", price=Decimal(60000))
