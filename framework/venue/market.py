@@ -294,6 +294,18 @@ def _need(
     return value
 
 
+def _fine(price: Decimal | None, quantity: Decimal | None) -> bool:
+    """True for a finite price above 0 and a finite quantity not below 0 (the fast check)."""
+    return (
+        price is not None
+        and quantity is not None
+        and price.is_finite()
+        and quantity.is_finite()
+        and price > 0
+        and quantity >= 0
+    )
+
+
 def _may(value: Decimal | None, record: str, key: str, at: str) -> Decimal | None:
     """value checked as _need does, None allowed."""
     return None if value is None else _need(value, record, key, at)
@@ -398,6 +410,7 @@ class MarketCodec:
         return _not_market(data, failure)
 
     def _pair(self, own: str | None, pair: str | None, record: str, at: str) -> str:
+        """The record's own pair, else the frame's or the caller's."""
         if own or pair:
             return own or pair  # type: ignore[return-value]
         key = self.fields.pair
@@ -406,6 +419,8 @@ class MarketCodec:
     def _time(self, record: str, at: str, *values: tuple[str, Any]) -> int | None:
         """The first readable time of the (wire name, value) pairs given."""
         for key, value in values:
+            if type(value) is int and value >= 10**11:  # ms, the usual case
+                return value
             try:
                 ms = _ms(value)
             except (ValueError, ArithmeticError) as exc:
@@ -414,38 +429,46 @@ class MarketCodec:
                 return ms
         return None
 
+    def _check(self, record: str, w: Any, at: str, positive: str, optional: str) -> None:
+        """Raise the DecodeError of w's first bad decimal: positive ones > 0, optional ones >= 0."""
+        for attr in positive.split():
+            _need(getattr(w, attr), record, getattr(self.fields, attr), at, positive=True)
+        for attr in optional.split():
+            _may(getattr(w, attr), record, getattr(self.fields, attr), at)
+
     def _trade(self, w: Any, pair: str | None, _: str | None, at: str) -> Trade:
-        f = self.fields
+        f, price, quantity, amount = self.fields, w.price, w.quantity, w.amount
+        if not _fine(price, quantity) or (amount is not None and not _fine(price, amount)):
+            _need(quantity, "Trade", f.quantity, at)
+            self._check("Trade", w, at, "price", "amount")
         return Trade(
             pair=self._pair(w.pair, pair, "Trade", at),
-            price=_need(w.price, "Trade", f.price, at, positive=True),
-            quantity=_need(w.quantity, "Trade", f.quantity, at),
+            price=price,
+            quantity=quantity,
             is_long=w.is_long,
             time=self._time("Trade", at, (f.timestamp, w.timestamp), (f.time, w.time)),
             id=None if w.id is None else str(w.id),
-            amount=_may(w.amount, "Trade", f.amount, at),
+            amount=amount,
         )
 
     def _bar(self, w: Any, pair: str | None, period: str | None, at: str) -> Bar:
-        f = self.fields
-        period = w.period or period
+        f, period = self.fields, w.period or period
         if not period:
-            raise DecodeError(
-                "Bar", f.period, f"no period in the bar, its frame or the call - at `{at}`"
-            )
+            reason = f"no period in the bar, its frame or the call - at `{at}`"
+            raise DecodeError("Bar", f.period, reason)
         if w.count is not None and w.count < 0:
-            raise DecodeError(
-                "Bar", f.count, f"expected a count >= 0, got {w.count} - at `{at}.{f.count}`"
-            )
+            reason = f"expected a count >= 0, got {w.count} - at `{at}.{f.count}`"
+            raise DecodeError("Bar", f.count, reason)
+        self._check("Bar", w, at, "open high low close", "quantity amount")
         return Bar(
             pair=self._pair(w.pair, pair, "Bar", at),
             period=period,
-            open=_need(w.open, "Bar", f.open, at, positive=True),
-            high=_need(w.high, "Bar", f.high, at, positive=True),
-            low=_need(w.low, "Bar", f.low, at, positive=True),
-            close=_need(w.close, "Bar", f.close, at, positive=True),
-            quantity=_may(w.quantity, "Bar", f.quantity, at),
-            amount=_may(w.amount, "Bar", f.amount, at),
+            open=w.open,
+            high=w.high,
+            low=w.low,
+            close=w.close,
+            quantity=w.quantity,
+            amount=w.amount,
             count=w.count,
             time=self._time("Bar", at, (f.time, w.time), (f.timestamp, w.timestamp)),
         )
@@ -465,21 +488,29 @@ class MarketCodec:
         self, levels: list[Any] | None, key: str, at: str, *, best_high: bool
     ) -> tuple[tuple[Decimal, Decimal], ...]:
         """One side's levels of quantity above 0, best first, at most max_levels."""
-        f, out = self.fields, []
+        out = []
         for i, level in enumerate(levels or ()):
-            where = f"{at}.{key}[{i}]"
-            if type(level) is list and len(level) < 2:
-                raise DecodeError(
-                    "Book",
-                    key,
-                    f"expected [price, quantity], got {len(level)} values - at `{where}`",
-                )
-            price, quantity = level[:2] if type(level) is list else (level.price, level.quantity)
-            price = _need(price, "Book", f.price, where, positive=True)
-            if _need(quantity, "Book", f.quantity, where):
+            if type(level) is list:
+                if len(level) < 2:
+                    self._refuse_level(level, f"{at}.{key}[{i}]", key)
+                price, quantity = level[0], level[1]
+            else:
+                price, quantity = level.price, level.quantity
+            if not _fine(price, quantity):
+                self._refuse_level(level, f"{at}.{key}[{i}]", key)
+            if quantity:
                 out.append((price, quantity))
         out.sort(key=itemgetter(0), reverse=best_high)
         return tuple(out[: self.max_levels])
+
+    def _refuse_level(self, level: Any, where: str, key: str) -> None:
+        """Raise the DecodeError of a level that is not a positive price and a quantity."""
+        if type(level) is list and len(level) < 2:
+            reason = f"expected [price, quantity], got {len(level)} values - at `{where}`"
+            raise DecodeError("Book", key, reason)
+        price, quantity = level[:2] if type(level) is list else (level.price, level.quantity)
+        _need(price, "Book", self.fields.price, where, positive=True)
+        _need(quantity, "Book", self.fields.quantity, where)
 
     # --------------------------------------------------------------------- REST answers
 
