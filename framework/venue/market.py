@@ -14,13 +14,11 @@ The shapes are only partly published, so this module assumes as little as it can
   writes its date-times so). A trade's ``timestamp`` is preferred to its ``time``.
 * A record names its pair, else its frame does, else the caller's (a kline names only its
   ``contractPairId``, so the subscription's pair is passed in).
-* A book's levels are ``{price, quantity}`` objects or ``[price, quantity, ...]`` arrays; they
-  are sorted best first (bids descending, asks ascending), levels of quantity 0 are left
-  out, and a side beyond ``max_levels`` (default 1000) is truncated to its best levels: the
-  deep end matters least and the snapshot is otherwise sound.
-* ``data`` of api_trade and api_kline is one object or an array. An array of more than
-  ``max_items`` (default 1000) records is refused: dropping trades would misstate the last
-  price and the volume in silence. A REST list may also sit under ``list``/``records``/...
+* Book levels are ``{price, quantity}`` objects or ``[price, quantity, ...]`` arrays, sorted
+  best first, quantity 0 left out; a side beyond ``max_levels`` (1000) keeps its best levels.
+* ``data`` of api_trade and api_kline is one object or an array; more than ``max_items``
+  (1000) is refused, as dropping trades would misstate the last price and the volume.
+  A REST list may also sit under ``list``/``records``/...
 * A mark or index price answer's ``data`` is a number, a string, or an object holding the
   price under one of ``price_keys``.
 
