@@ -19,12 +19,10 @@ The shapes are only partly published, so this module assumes as little as it can
 * ``data`` of api_trade and api_kline is one object or an array; more than ``max_items``
   (1000) is refused, as dropping trades would misstate the last price and the volume.
   A REST list may also sit under ``list``/``records``/...
-* A mark or index price answer's ``data`` is a number, a string, or an object holding the
-  price under one of ``price_keys``.
+* A mark or index price's ``data`` is a number, a string or an object (``price_keys``).
 
-A malformed frame or answer is one :class:`~framework.venue.errors.DecodeError` naming the
-record, the wire field and its path; a REST answer that is no success raises as
-:func:`~framework.venue.requests.parse_envelope` does, HTTP 404 as ExtensionUnavailable.
+A malformed frame or answer is one DecodeError naming the record, the wire field and its
+path; a failed REST answer raises as ``parse_envelope`` does, HTTP 404 ExtensionUnavailable.
 """
 
 from __future__ import annotations
