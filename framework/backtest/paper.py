@@ -37,19 +37,19 @@ import attrs
 from framework.backtest.prices import PriceTrack
 from framework.engine.cancels import CancelAnswer
 from framework.engine.execution import Batch, ExecutionEngine
+from framework.sim.events import BalanceChanged
+from framework.sim.events import Event as TwinEvent
+from framework.sim.events import PositionChanged as TwinPositionChanged
+from framework.sim.exchange import Exchange
+from framework.sim.history import OrderRecord as TwinOrder
+from framework.sim.state import ExchangeSettings, FeeSettings, PairSettings
 from framework.twin import wire
-from framework.twin.events import BalanceChanged
-from framework.twin.events import Event as TwinEvent
-from framework.twin.events import PositionChanged as TwinPositionChanged
-from framework.twin.exchange import Exchange
-from framework.twin.order_index import OrderRecord as TwinOrder
 from framework.twin.order_management import (
     ORDER_COMPLETED,
     ORDER_COMPLETED_MSG,
     ORDER_NOT_FOUND,
     ORDER_NOT_FOUND_MSG,
 )
-from framework.twin.settings import FeeSettings, PairSettings, TwinSettings
 from framework.venue.codec import decode, decode_frame
 from framework.venue.errors import VenueError, error_for, render_message
 from framework.venue.models import AccountPush, MatchRecord, OrderInput, OrderResult, PositionPush
@@ -152,13 +152,12 @@ class PaperVenue:
             for i, (pair, r) in enumerate(rules.items())
         }
         self.exchange = Exchange(
-            TwinSettings(
+            ExchangeSettings(
                 pairs=pairs,
                 coins=coin_ids,
                 fees=FeeSettings(maker=settings.maker_fee, taker=settings.taker_fee),
                 slippage=settings.slippage,
                 maintenance_margin_rate=settings.maintenance_margin_rate,
-                demo_account=False,
             )
         )
         self.initial = {

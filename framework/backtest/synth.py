@@ -28,12 +28,13 @@ import attrs
 import orjson
 
 from framework.live.recorder import RecordingWriter
+from framework.sim.events import BalanceChanged
+from framework.sim.events import Event as TwinEvent
+from framework.sim.exchange import Exchange
+from framework.sim.state import PairSettings
 from framework.twin import wire
-from framework.twin.events import BalanceChanged
-from framework.twin.events import Event as TwinEvent
-from framework.twin.exchange import Exchange
 from framework.twin.prices import RandomWalk
-from framework.twin.settings import PairSettings, TwinSettings
+from framework.twin.settings import TwinSettings
 from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.requests import BALANCE_PATH, BATCH_CREATE_PATH, MATCHES_PATH, POSITIONS_PATH
 

@@ -79,6 +79,7 @@ from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from framework.sim.exchange import Exchange
 from framework.twin import wire
 from framework.twin.auth import (
     AuthRefused,
@@ -88,7 +89,6 @@ from framework.twin.auth import (
     within_window,
 )
 from framework.twin.counters import Counters
-from framework.twin.exchange import Exchange
 from framework.twin.faults import Faults
 from framework.twin.hub import Connection, Hub
 from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement

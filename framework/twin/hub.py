@@ -20,9 +20,9 @@ from typing import Final
 
 import orjson
 
+from framework.sim.events import BalanceChanged, Event, PositionChanged
 from framework.twin import wire
 from framework.twin.counters import Counters
-from framework.twin.events import BalanceChanged, Event, PositionChanged
 from framework.twin.faults import Faults
 
 __all__ = ["Connection", "Hub"]

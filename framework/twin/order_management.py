@@ -81,10 +81,10 @@ from typing import Any, Final
 
 import attrs
 
+from framework.sim.events import Event
+from framework.sim.exchange import Exchange
+from framework.sim.history import OrderIndex, OrderRecord
 from framework.twin import params, wire
-from framework.twin.events import Event
-from framework.twin.exchange import Exchange
-from framework.twin.order_index import OrderIndex, OrderRecord
 from framework.twin.params import Refused
 from framework.twin.settings import TwinSettings
 

@@ -40,15 +40,15 @@ from typing import Any
 import uvicorn
 from uvicorn.config import WS_PROTOCOLS
 
+from framework.sim.exchange import Exchange
+from framework.sim.history import OrderIndex
 from framework.twin.app import TwinApp
 from framework.twin.auth import Credentials, Verifier
 from framework.twin.counters import Counters
 from framework.twin.demo import DEMO_ADDRESS, DEMO_API_KEY
-from framework.twin.exchange import Exchange
 from framework.twin.faults import Faults
 from framework.twin.http_protocol import Peer, limited_protocol
 from framework.twin.hub import Hub
-from framework.twin.order_index import OrderIndex
 from framework.twin.prices import RandomWalk, build_price_model
 from framework.twin.received_orders import ReceivedOrders
 from framework.twin.settings import TwinSettings

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from framework.twin.events import BalanceChanged, Match, PositionChanged
-from framework.twin.exchange import Exchange
-from framework.twin.order_index import OrderRecord
-from framework.twin.state import Account, Balance, Position
+from framework.sim.events import BalanceChanged, Match, PositionChanged
+from framework.sim.exchange import Exchange
+from framework.sim.history import OrderRecord
+from framework.sim.state import Account, Balance, Position
 from framework.venue.codec import plain_decimal
 
 __all__ = [

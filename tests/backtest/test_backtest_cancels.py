@@ -21,7 +21,7 @@ from framework.backtest.runner import Backtest, BacktestResult, BacktestSettings
 from framework.backtest.synth import SynthSettings, generate
 from framework.config import parse_config
 from framework.engine.cancels import NOTHING_TO_CANCEL
-from framework.twin.order_index import OrderRecord
+from framework.sim.history import OrderRecord
 from strategies.ladder import Ladder
 
 ETH = "ETH-USD"

@@ -24,8 +24,9 @@ from framework.engine.events import MatchFilled
 from framework.engine.risk import KILL_SWITCH
 from framework.live.node import Node
 from framework.live.rest import RestClient
+from framework.sim.history import OrderRecord
+from framework.sim.state import PairSettings
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
-from framework.twin.order_index import OrderRecord
 from framework.twin.order_management import (
     BATCH_CANCEL_PATH,
     CANCEL_BY_CLIENT_PATH,
@@ -34,7 +35,7 @@ from framework.twin.order_management import (
     ORDER_MANAGEMENT_PATHS,
 )
 from framework.twin.server import VenueTwin
-from framework.twin.settings import PairSettings, PriceSettings, TwinSettings
+from framework.twin.settings import PriceSettings, TwinSettings
 from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.signing import make_signer
 from strategies.ladder import Ladder

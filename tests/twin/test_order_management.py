@@ -13,6 +13,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
+from framework.sim.state import PairSettings
 from framework.twin import VenueTwin
 from framework.twin.order_management import (
     BATCH_CANCEL_PATH,
@@ -24,7 +25,6 @@ from framework.twin.order_management import (
     ORDER_MANAGEMENT_PATHS,
     QUERY_ORDER_PATH,
 )
-from framework.twin.settings import PairSettings
 from tests.twin.twin_client import START_BALANCE, TwinClient, order, recv_json
 from tests.waiting import eventually
 
