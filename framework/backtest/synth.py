@@ -1,6 +1,6 @@
 """Synthetic recordings: any number of realistic pushes and REST answers, deterministically.
 
-The generator drives the venue twin's own exchange (:class:`framework.twin.exchange.Exchange`)
+The generator drives the venue twin's own exchange (:class:`framework.sim.exchange.Exchange`)
 with a seeded trader: marks follow the twin's random walk, the trader sends market orders
 that open, add to, reduce and close one-way positions, and every change the exchange reports
 becomes the very push the twin would send (:mod:`framework.twin.wire`). The REST answers a

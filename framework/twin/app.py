@@ -8,7 +8,7 @@ Decisions where SPEC.md is silent:
 * HTTP 200 carries every envelope, success or venue error; HTTP 401 carries the envelope
   ``{"error": true, "code": 401, "msg": "Unauthorized: <reason>"}`` for a missing or unknown
   APIKEY, a missing signature or one that does not verify. HTTP 413, 408 and 431 (body too
-  large, request too slow, headers too large: :mod:`framework.twin.http_protocol`) carry
+  large, request too slow, headers too large: :class:`framework.twin.server.LimitedHttp`) carry
   the same envelope with their status as code. ``Accept-Language`` is ignored (texts are
   SPEC section 7's English ones). ``sid`` counts responses from 1.
 * Checks run: faults (latency, 503, 2329), authentication, timestamp (missing: 2002 on
@@ -27,7 +27,7 @@ Decisions where SPEC.md is silent:
   Otherwise the body is read and verified; only when it verifies and is JSON is every
   order object with a string clientOrderId recorded in ``received_orders`` as
   (clientOrderId, the object re-serialized with sorted keys), whatever happens next
-  (bounded: see :mod:`framework.twin.received_orders`). Nothing of a refused request is
+  (bounded: see :class:`framework.twin.faults.ReceivedOrders`). Nothing of a refused request is
   kept.
 * batchCreate, after executing (orders placed, fills made, pushes published): the
   drop_response fault closes the connection without an answer; error_after_accept answers
@@ -88,14 +88,11 @@ from framework.twin.auth import (
     parse_timestamp,
     within_window,
 )
-from framework.twin.counters import Counters
-from framework.twin.faults import Faults
+from framework.twin.faults import Counters, Faults, ReceivedOrders
 from framework.twin.hub import Connection, Hub
 from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement
-from framework.twin.orders import parse_orders
-from framework.twin.params import Refused, page
-from framework.twin.received_orders import ReceivedOrders
 from framework.twin.settings import TwinSettings
+from framework.twin.wire import Refused, page, parse_orders
 from framework.venue.codec import plain_decimal
 from framework.venue.errors import render_message
 from framework.venue.public_info import PAIRS_PATH, TIME_PATH

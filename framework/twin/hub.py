@@ -22,8 +22,7 @@ import orjson
 
 from framework.sim.events import BalanceChanged, Event, PositionChanged
 from framework.twin import wire
-from framework.twin.counters import Counters
-from framework.twin.faults import Faults
+from framework.twin.faults import Counters, Faults
 
 __all__ = ["Connection", "Hub"]
 

@@ -164,7 +164,7 @@ class ServerSettings:
     headers must arrive within ``header_timeout`` seconds of the connection's first moment
     (or of its first byte after an answered request), its body within ``body_timeout`` of
     the headers' end (else HTTP 408 and the connection is closed); an idle connection is
-    closed after ``keep_alive_timeout`` seconds (see :mod:`framework.twin.http_protocol`).
+    closed after ``keep_alive_timeout`` seconds (see :class:`framework.twin.server.LimitedHttp`).
     ``max_connections`` (none by default) is uvicorn's ``limit_concurrency``: beyond it,
     requests are answered HTTP 503. ``ws_max_message_bytes`` is uvicorn's ``ws_max_size``:
     a larger WebSocket message closes the socket with code 1009.

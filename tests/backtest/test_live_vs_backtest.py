@@ -19,8 +19,7 @@ from framework import CancelRejected, MatchRecord, OrderIntent, OrderStatus, Ord
 from framework.backtest.cli import backtest_main, record_main
 from framework.backtest.recording import RecordingReader, RestRecord
 from framework.backtest.runner import Backtest, load_backtest_config
-from framework.twin.order_management import CANCEL_PATH
-from framework.venue.requests import MATCHES_PATH
+from framework.venue.requests import CANCEL_PATH, MATCHES_PATH
 from strategies.pulse import Pulse
 
 CONFIG = """\
