@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -93,26 +93,21 @@ from framework.twin.hub import Connection, Hub
 from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement
 from framework.twin.settings import TwinSettings
 from framework.twin.wire import Refused, page, parse_orders
-from framework.venue.codec import plain_decimal
 from framework.venue.errors import render_message
 from framework.venue.public_info import PAIRS_PATH, TIME_PATH
+from framework.venue.requests import BALANCE_PATH, BATCH_CREATE_PATH, MATCHES_PATH, POSITIONS_PATH
 
-__all__ = ["BALANCE_PATH", "BATCH_PATH", "MATCHES_PATH", "POSITIONS_PATH", "TwinApp"]
-
-BATCH_PATH = "/api/third/hot/order/batchCreate"
-"""SPEC 4.1."""
-POSITIONS_PATH = "/api/third/hot/order/selectContractPositionList"
-"""SPEC 4.2."""
-BALANCE_PATH = "/api/third/hot/order/balance"
-"""SPEC 4.3."""
-MATCHES_PATH = "/api/third/order/selectContractMatchPairList"
-"""SPEC 4.4."""
+__all__ = ["Handler", "TwinApp"]
 
 _NOT_JSON: Any = object()
 """Stands for a batchCreate body that is not JSON."""
 
 Aborter = Callable[[Any], bool]
 """Closes the connection of an ASGI scope without an answer; False when it cannot."""
+
+Handler = Callable[[Request, int, dict[str, str]], Awaitable[Any]]
+"""An endpoint's own work, given (request, user id, query parameters): its data, answered
+SUCCESS, or a whole Response; a Refused it raises is the answer."""
 
 
 class TwinApp:
@@ -148,19 +143,20 @@ class TwinApp:
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
         self.order_management = OrderManagement(exchange, settings)
-        routes: list[Route | WebSocketRoute] = [
-            Route(BATCH_PATH, self.batch_create, methods=["POST"]),
-            Route(POSITIONS_PATH, self.position_list, methods=["POST"]),
-            Route(BALANCE_PATH, self.balance, methods=["POST"]),
-            Route(MATCHES_PATH, self.match_list, methods=["POST"]),
-            Route(TIME_PATH, self.server_time, methods=["GET"]),
-            Route(PAIRS_PATH, self.pair_list, methods=["GET"]),
-            WebSocketRoute(settings.ws_path, self.websocket),
+        signed = [
+            (POSITIONS_PATH, self.position_list, 2001),
+            (BALANCE_PATH, self.balance, 2002),
+            (MATCHES_PATH, self.match_list, 2001),
         ]
         if settings.order_management:
-            routes += [
-                Route(path, self.order_call, methods=["POST"]) for path in ORDER_MANAGEMENT_PATHS
-            ]
+            signed += [(path, self.order_call, 2002) for path in ORDER_MANAGEMENT_PATHS]
+        routes: list[Route | WebSocketRoute] = [
+            Route(BATCH_CREATE_PATH, self.batch_create, methods=["POST"]),
+            Route(TIME_PATH, self._endpoint(self.server_time), methods=["GET"]),
+            Route(PAIRS_PATH, self._endpoint(self.pair_list), methods=["GET"]),
+            WebSocketRoute(settings.ws_path, self.websocket),
+            *(Route(p, self._endpoint(h, missing), methods=["POST"]) for p, h, missing in signed),
+        ]
         self.starlette = Starlette(routes=routes)
 
     def now_ms(self) -> int:
@@ -231,10 +227,39 @@ class TwinApp:
         if stamp is None or not within_window(stamp, self.venue_clock_ms(), self._window_ms):
             raise Refused(2001, "timestamp")
 
-    async def _query_call(self, request: Request) -> tuple[Credentials, dict[str, str]] | Response:
-        early = self._too_large(request) or await self._pre(request)
-        if early is not None:
-            return early
+    def _endpoint(
+        self, handler: Handler, missing: int | None = None
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """The one preamble of the query-string and public endpoints, then the handler.
+
+        Faults first (after the 413 check of a signed call); a signed call (missing: the code
+        of a missing timestamp) is then authenticated and its timestamp checked. A public
+        one (missing None) has neither, nor parameters.
+        """
+
+        async def endpoint(request: Request) -> Response:
+            early = self._too_large(request) if missing is not None else None
+            early = early or await self._pre(request)
+            if early is not None:
+                return early
+            user_id, params = 0, dict[str, str]()
+            if missing is not None:
+                signed = self._signed_query(request)
+                if isinstance(signed, Response):
+                    return signed
+                user_id, params = signed
+            try:
+                if missing is not None:
+                    self._check_timestamp(params.get("timestamp"), missing_code=missing)
+                data = await handler(request, user_id, params)
+            except Refused as exc:
+                return self._answer(exc.code, exc.msg, None)
+            return data if isinstance(data, Response) else self._answer(200, "SUCCESS", data)
+
+        return endpoint
+
+    def _signed_query(self, request: Request) -> tuple[int, dict[str, str]] | Response:
+        """The caller's user id and the query's parameters, or the 401 answer."""
         raw = request.scope["query_string"].decode("latin-1")
         decoded = unquote(raw)
         texts = (raw,) if decoded == raw else (raw, decoded)
@@ -242,7 +267,7 @@ class TwinApp:
             credentials = self._auth(request, texts)
         except AuthRefused as exc:
             return self._unauthorized(exc)
-        return credentials, dict(parse_qsl(raw, keep_blank_values=True))
+        return credentials.user_id, dict(parse_qsl(raw, keep_blank_values=True))
 
     def _page(self, params: dict[str, str]) -> tuple[int, int]:
         s = self.settings
@@ -365,118 +390,55 @@ class TwinApp:
             await _until_closed(request)
         return dropped
 
-    async def position_list(self, request: Request) -> Response:
+    async def position_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.2: the account's open positions on a pair."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2001)
-            pair = self._pair(params)
-            page_no, page_size = self._page(params)
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
-        account = self.exchange.accounts[credentials.user_id]
-        found = self.exchange.positions(credentials.user_id, pair)
+        pair = self._pair(params)
+        page_no, page_size = self._page(params)
+        account = self.exchange.accounts[user_id]
+        found = self.exchange.positions(user_id, pair)
         start = (page_no - 1) * page_size
-        data = [
+        return [
             wire.position_object(self.exchange, account, p)
             for p in found[start : start + page_size]
         ]
-        return self._answer(200, "SUCCESS", data)
 
-    async def balance(self, request: Request) -> Response:
+    async def balance(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.3: the balance of one settlement coin."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2002)
-            symbol = params.get("symbol")
-            if not symbol:
-                raise Refused(2002, "symbol")
-            balance = self.exchange.balance(credentials.user_id, symbol)
-            if balance is None:
-                raise Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
-        return self._answer(200, "SUCCESS", wire.balance_object(credentials.user_id, balance))
+        symbol = params.get("symbol")
+        if not symbol:
+            raise Refused(2002, "symbol")
+        balance = self.exchange.balance(user_id, symbol)
+        if balance is None:
+            raise Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
+        return wire.balance_object(user_id, balance)
 
-    async def match_list(self, request: Request) -> Response:
+    async def match_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.4: the account's matches on a pair, newest first."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2001)
-            pair = self._pair(params)
-            page_no, page_size = self._page(params)
-            raw_before = params.get("matchId")
-            before = None
-            if raw_before:
-                before = parse_timestamp(raw_before)
-                if before is None:
-                    raise Refused(2001, "matchId")
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
+        pair = self._pair(params)
+        page_no, page_size = self._page(params)
+        raw_before = params.get("matchId")
+        before = None
+        if raw_before:
+            before = parse_timestamp(raw_before)
+            if before is None:
+                raise Refused(2001, "matchId")
         found = self.exchange.matches(
-            credentials.user_id,
-            pair,
-            before=before,
-            page_no=page_no,
-            page_size=page_size,
-            now_ms=self.now_ms(),
+            user_id, pair, before=before, page_no=page_no, page_size=page_size, now_ms=self.now_ms()
         )
-        return self._answer(200, "SUCCESS", [wire.match_object(m) for m in found])
+        return [wire.match_object(m) for m in found]
 
-    async def server_time(self, request: Request) -> Response:
+    async def server_time(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """Public (VENUE-FACTS): the twin's clock in ms."""
-        early = await self._pre(request)
-        return early or self._answer(200, "SUCCESS", self.venue_clock_ms())
+        return self.venue_clock_ms()
 
-    async def pair_list(self, request: Request) -> Response:
+    async def pair_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """Public (VENUE-FACTS): every pair with the rules the twin enforces."""
-        early = await self._pre(request)
-        if early is not None:
-            return early
-        data = []
-        for name, market in self.exchange.markets.items():
-            rules = market.rules
-            data.append(
-                {
-                    "pairName": name,
-                    "contractPairId": market.contract_pair_id,
-                    "settleCoin": market.coin,
-                    "priceDecimals": rules.price_decimals,
-                    "quantityDecimals": rules.quantity_decimals,
-                    "minQuantity": plain_decimal(rules.min_quantity),
-                    "maxQuantity": plain_decimal(rules.max_quantity),
-                    "minLever": rules.min_lever,
-                    "maxLever": rules.max_lever,
-                    "maxOneWayQuantity": plain_decimal(rules.max_one_way_quantity),
-                    "maxTotalQuantity": plain_decimal(rules.max_total_quantity),
-                    "minNotional": plain_decimal(rules.min_notional),
-                    "trading": rules.trading,
-                    "positionTypes": list(rules.position_types),
-                }
-            )
-        return self._answer(200, "SUCCESS", data)
+        return [wire.pair_object(market) for market in self.exchange.markets.values()]
 
-    async def order_call(self, request: Request) -> Response:
+    async def order_call(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """The order-management extension's paths (framework.twin.order_management)."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2002)
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
         outcome = self.order_management.handle(
-            request.scope["path"], credentials.user_id, params, self.now_ms()
+            request.scope["path"], user_id, params, self.now_ms()
         )
         self.hub.publish(outcome.events)
         if outcome.executed:

@@ -46,7 +46,7 @@ from typing import Any, Final
 from framework.sim.events import BalanceChanged, Match, PositionChanged
 from framework.sim.exchange import Exchange
 from framework.sim.history import OrderRecord
-from framework.sim.state import Account, Balance, Position, Refusal
+from framework.sim.state import Account, Balance, Market, Position, Refusal
 from framework.venue.codec import plain_decimal
 from framework.venue.errors import render_message
 from framework.venue.models import MatchType, OrderInput, PositionType
@@ -63,6 +63,7 @@ __all__ = [
     "match_object",
     "order_object",
     "page",
+    "pair_object",
     "parse_orders",
     "position_frame",
     "position_object",
@@ -305,6 +306,27 @@ def position_object(exchange: Exchange, account: Account, position: Position) ->
         "settleShowDecimal": rules.price_decimals,
         "tradeCoinIcon": None,
         "settleCoinIcon": None,
+    }
+
+
+def pair_object(market: Market) -> dict[str, Any]:
+    """A pair of the public pair list, with the rules the twin enforces (camelCase)."""
+    rules = market.rules
+    return {
+        "pairName": market.name,
+        "contractPairId": market.contract_pair_id,
+        "settleCoin": market.coin,
+        "priceDecimals": rules.price_decimals,
+        "quantityDecimals": rules.quantity_decimals,
+        "minQuantity": plain_decimal(rules.min_quantity),
+        "maxQuantity": plain_decimal(rules.max_quantity),
+        "minLever": rules.min_lever,
+        "maxLever": rules.max_lever,
+        "maxOneWayQuantity": plain_decimal(rules.max_one_way_quantity),
+        "maxTotalQuantity": plain_decimal(rules.max_total_quantity),
+        "minNotional": plain_decimal(rules.min_notional),
+        "trading": rules.trading,
+        "positionTypes": list(rules.position_types),
     }
 
 
