@@ -1,4 +1,4 @@
-"""The twin's HTTP and WebSocket front (starlette): SPEC section 4 paths and section 6 socket.
+"""The twin's HTTP front (starlette): SPEC section 4 paths; its socket is the hub's.
 
 Decisions where SPEC.md is silent:
 
@@ -55,12 +55,7 @@ Decisions where SPEC.md is silent:
   use too; the exchange's own times are not offset); the pairs path lists every pair with
   the rules the twin enforces, camelCase (``pairName``, ``contractPairId``, ``settleCoin``,
   ``priceDecimals``, ``minQuantity``..., decimals as strings, ``positionTypes`` a list).
-* WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
-  signature (over ``str(timestamp)``) does not verify, whose timestamp is outside the window
-  or which lacks pair/symbol is acknowledged with ``success: false`` and a reason in ``msg``,
-  and registers nothing. So is any field of the wrong type (an apiKey that is a list, a pair
-  that is a number...): the ack echoes pair and symbol only when they are strings (else
-  null), and the socket stays open. A text frame ``ping`` is answered ``pong``.
+* WebSocket at ``ws_path``: :class:`framework.twin.hub.Sockets`.
 """
 
 from __future__ import annotations
@@ -77,7 +72,6 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from framework.sim.exchange import Exchange
 from framework.twin import wire
@@ -89,7 +83,7 @@ from framework.twin.auth import (
     within_window,
 )
 from framework.twin.faults import Counters, Faults, ReceivedOrders
-from framework.twin.hub import Connection, Hub
+from framework.twin.hub import Hub, Sockets
 from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement
 from framework.twin.settings import TwinSettings
 from framework.twin.wire import Refused, page, parse_orders
@@ -143,6 +137,14 @@ class TwinApp:
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
         self.order_management = OrderManagement(exchange, settings)
+        self.sockets = Sockets(
+            hub,
+            exchange,
+            verifier,
+            settings,
+            clock_ms=self.venue_clock_ms,
+            window_ms=self._window_ms,
+        )
         signed = [
             (POSITIONS_PATH, self.position_list, 2001),
             (BALANCE_PATH, self.balance, 2002),
@@ -154,7 +156,7 @@ class TwinApp:
             Route(BATCH_CREATE_PATH, self.batch_create, methods=["POST"]),
             Route(TIME_PATH, self._endpoint(self.server_time), methods=["GET"]),
             Route(PAIRS_PATH, self._endpoint(self.pair_list), methods=["GET"]),
-            WebSocketRoute(settings.ws_path, self.websocket),
+            WebSocketRoute(settings.ws_path, self.sockets.serve),
             *(Route(p, self._endpoint(h, missing), methods=["POST"]) for p, h, missing in signed),
         ]
         self.starlette = Starlette(routes=routes)
@@ -448,108 +450,6 @@ class TwinApp:
             if status is not None:
                 return self._answer(status, _status_phrase(status), None, status=status)
         return self._answer(outcome.code, outcome.msg, outcome.data)
-
-    # -- WebSocket ---------------------------------------------------------------------------
-
-    async def websocket(self, websocket: WebSocket) -> None:
-        """SPEC section 6: subscriptions and pushes on one socket."""
-        await websocket.accept()
-
-        async def close(code: int) -> None:
-            await websocket.close(code)
-
-        connection = Connection(
-            websocket.send_text,
-            close,
-            limit=self.settings.ws_queue_limit,
-            counters=self.counters,
-        )
-        self.hub.add(connection)
-        sender = asyncio.create_task(connection.run(self.faults))
-        try:
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    break
-                text = message.get("text")
-                if text is None:
-                    data = message.get("bytes") or b""
-                    text = data.decode("utf-8", "replace")
-                if text.strip().lower() == "ping":
-                    connection.enqueue("pong")
-                    continue
-                reply = self._subscribe(connection, text)
-                connection.enqueue(orjson.dumps(reply).decode())
-        except (WebSocketDisconnect, RuntimeError):
-            pass
-        finally:
-            self.hub.remove(connection)
-            connection.request_close()
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
-
-    def _subscribe(self, connection: Connection, text: str) -> dict[str, Any]:
-        try:
-            message = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            message = None
-        if type(message) is not dict:
-            return {"event": "error", "success": False, "msg": "Illegal parameter:message"}
-        event = message.get("event")
-        pair = message.get("pair")
-        symbol = message.get("symbol")
-        name = event if isinstance(event, str) else "unknown"
-
-        def refuse(reason: str) -> dict[str, Any]:
-            self.counters.subscribe_refusals += 1
-            return wire.subscribe_ack(
-                name,
-                success=False,
-                msg=reason,
-                pair=pair if isinstance(pair, str) else None,
-                symbol=symbol if isinstance(symbol, str) else None,
-            )
-
-        if message.get("method") != "SUBSCRIBE":
-            return refuse(render_message(2001, "method"))
-        if event not in ("api_position", "api_account"):
-            return refuse(render_message(2001, "event"))
-        if event == "api_position" and not (isinstance(pair, str) and pair):
-            return refuse(render_message(2002, "pair"))
-        if event == "api_account" and not (isinstance(symbol, str) and symbol):
-            return refuse(render_message(2002, "symbol"))
-        if event == "api_position" and pair not in self.exchange.markets:
-            return refuse(render_message(2001, "pair"))
-        if event == "api_account" and not self.exchange.knows_coin(str(symbol)):
-            return refuse(render_message(2001, "symbol"))
-        timestamp = message.get("timestamp")
-        stamp = parse_timestamp(timestamp)
-        if stamp is None:
-            return refuse(render_message(2001, "timestamp"))
-        try:
-            credentials = self.verifier.authenticate(
-                message.get("apiKey"),
-                message.get("signType"),
-                message.get("signature"),
-                (str(timestamp),),
-            )
-        except AuthRefused as exc:
-            return refuse(f"Unauthorized: {exc}")
-        if not within_window(stamp, self.venue_clock_ms(), self._window_ms):
-            return refuse(render_message(2001, "timestamp"))
-        self.counters.subscriptions += 1
-        if event == "api_position":
-            assert isinstance(pair, str)
-            self.hub.subscribe_position(connection, credentials.user_id, pair)
-            return wire.subscribe_ack(
-                event, success=True, msg=f"Subscribe {event} success", pair=pair
-            )
-        assert isinstance(symbol, str)
-        self.hub.subscribe_account(connection, credentials.user_id, symbol)
-        return wire.subscribe_ack(
-            event, success=True, msg=f"Subscribe {event} success", symbol=symbol
-        )
 
 
 async def _bounded_body(request: Request, limit: int) -> bytes | None:
