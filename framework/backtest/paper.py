@@ -41,7 +41,6 @@ from framework.engine.execution import Batch, ExecutionEngine
 from framework.sim.events import (
     BalanceChanged,
     Event,
-    PositionChanged,
     account_push,
     match_record,
     position_push,
@@ -367,13 +366,10 @@ class PaperVenue:
             if isinstance(event, BalanceChanged):
                 deliver(account_push(event))
             else:
-                self._position_changed(event, now)
+                quantity = event.current_quantity if event.is_long else -event.current_quantity
+                self.positions.setdefault(event.pair, []).append((now, quantity))
                 deliver(position_push(event))
         self._collect_matches()
-
-    def _position_changed(self, event: PositionChanged, now: int) -> None:
-        quantity = event.current_quantity if event.is_long else -event.current_quantity
-        self.positions.setdefault(event.pair, []).append((now, quantity))
 
     def _collect_matches(self) -> None:
         account = self.exchange.accounts[_USER]

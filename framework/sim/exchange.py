@@ -20,24 +20,14 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
   Amounts are rounded to the pair's settle decimals.
 * Balance refusals: 2201 when the available balance is zero or below (nothing to freeze),
   2102 ``Insufficient balance:<coin>`` when it is positive but smaller than margin + fee.
-* Matching is against the mark: market orders and marketable limit orders fill at once as
-  taker at ``mark x (1 +/- slippage)`` (a limit order never beyond its limit), up to the
-  pair's liquidity per order (unlimited by default). IOC drops the unfilled rest; FOK fills
-  all or nothing (the order is still accepted, with no fill); GTC rests the rest, which fills
-  whole at its limit price, as maker, when the mark crosses it; POST_ONLY that would cross is
-  refused with ``2001 Illegal parameter:price`` (or accepted and cancelled, configurable).
-  A resting fill never flips a position (the excess is cancelled), and a resting fill that
-  would open with too little balance is cancelled (:mod:`framework.sim.fills`).
-  :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is released);
-  ``accounts[user].orders`` keeps every accepted order's record and status
-  (:mod:`framework.sim.history`); :meth:`Exchange.cancel_order` cancels one
-  of them by its record: 2340 when there is none, 2341 when it is completed.
-* Liquidation when the mark moves (:mod:`framework.sim.fills`): an isolated position
-  when its margin plus unrealized PnL falls to its maintenance margin
-  (``maintenance_margin_rate x quantity x mark``); cross positions of one coin together when
-  the available balance plus their margins and unrealized PnL falls to their maintenance.
-  Liquidation closes at the mark, with no fee, and the loss is capped at the margin
-  (isolated) or the margin plus available balance (cross).
+* Matching is against the mark, liquidity-capped; resting GTC orders fill whole at their
+  limit, as maker, when the mark crosses them; the mark moving also liquidates
+  (:mod:`framework.sim.fills`). FOK without its fill is still accepted; POST_ONLY that would
+  cross is refused with ``2001 Illegal parameter:price`` (or accepted and cancelled,
+  configurable). :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is
+  released); ``accounts[user].orders`` keeps every accepted order's record and status
+  (:mod:`framework.sim.history`); :meth:`Exchange.cancel_order` cancels one by its record:
+  2340 when there is none, 2341 when it is completed.
 * Realized PnL and fees go to the available balance, so at every moment
   ``available + frozen = initial - fees + realized PnL`` and ``frozen`` is the sum of open
   margins and the reserves of resting orders.

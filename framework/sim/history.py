@@ -49,15 +49,15 @@ from framework.venue.models import OrderInput
 
 __all__ = [
     "DEFAULT_HISTORY_LIMIT",
-    "DEFAULT_MATCH_HISTORY_LIMIT",
     "MatchHistory",
     "OrderIndex",
     "OrderRecord",
     "OrderStatus",
 ]
 
-DEFAULT_MATCH_HISTORY_LIMIT: Final = 100_000
-"""Matches kept per account and pair unless settings say otherwise."""
+DEFAULT_HISTORY_LIMIT: Final = 100_000
+"""Matches kept per account and pair, and completed orders per account, unless settings say
+otherwise."""
 
 _NONE: Final[tuple[Match, ...]] = ()
 
@@ -67,7 +67,7 @@ class MatchHistory(Sequence[Match]):
 
     __slots__ = ("_compact_at", "_dropped", "_items", "_start", "limit")
 
-    def __init__(self, limit: int = DEFAULT_MATCH_HISTORY_LIMIT) -> None:
+    def __init__(self, limit: int = DEFAULT_HISTORY_LIMIT) -> None:
         """Start empty; limit is how many matches trim() keeps."""
         if limit < 1:
             raise ValueError(f"a match history limit must be positive, got {limit}")
@@ -150,9 +150,6 @@ def _match_id(match: Match) -> int:
 
 OrderStatus = Literal["OPEN", "FILLED", "CANCELED"]
 """The life of an order record: resting, or completed fully or not."""
-
-DEFAULT_HISTORY_LIMIT: Final = 100_000
-"""Completed orders kept per account unless settings say otherwise."""
 
 
 @attrs.define(slots=True, eq=False, kw_only=True)

@@ -7,15 +7,14 @@ says "not shown" (the twin's settings extend it, so its YAML keys are the twin's
 
 Memory bound (the exchange's choice; the venue's documentation is silent): what an account
 keeps per order or per match is bounded by settings, so a long run (or the twin embedded in
-the daemon) does not grow without end. ``matches`` keeps the newest ``match_history_limit``
-matches per pair, ``orders`` every open order and the newest ``order_history_limit``
-completed ones (:mod:`framework.sim.history`); ``order_ids`` the newest
-``client_id_history_limit`` accepted orders; ``listed_from_ms`` only matches still kept.
-Each defaults to 100000. A clientOrderId is refused as already used (``2001 Illegal
-parameter:clientOrderId``) while the exchange still remembers an order that carried it, in
-``order_ids`` or in the order records; once both have forgotten it, it is accepted again.
-The exchange trims after each operation (:func:`trim_account`, O(1) amortized per order or
-match), never inside an atomic batch.
+the daemon) does not grow without end: ``matches`` and ``orders``
+(:mod:`framework.sim.history`), ``order_ids`` the newest ``client_id_history_limit``
+accepted orders (100000 by default), ``listed_from_ms`` only matches still kept. A
+clientOrderId is refused as already used (``2001 Illegal parameter:clientOrderId``) while
+the exchange still remembers an order that carried it, in ``order_ids`` or in the order
+records; once both have forgotten it, it is accepted again. The exchange trims after each
+operation (:func:`trim_account`, O(1) amortized per order or match), never inside an atomic
+batch.
 
 Atomic batches: a batch touches one account (balances, positions, matches, client order ids,
 resting quantities), the pairs its orders name (total quantity, holders, book) and the id
@@ -28,9 +27,7 @@ because nothing is trimmed while the savepoint is held.
 The match list (SPEC 4.4, :func:`list_page`): ``matchId`` is a strict upper bound, pages are
 counted from 1. A match the match_delay fault holds back (``Account.listed_from_ms``) is not
 listed before its time: pages count listed matches only, so a lower id may appear after a
-higher one was already read. Only the matches the account still keeps are listed: the pages
-of the newest matches and the ids they carry are unchanged by trimming, a page below the
-oldest kept match is short or empty, as at the start of an account's history.
+higher one was already read. Only the matches the account still keeps are listed.
 """
 
 from __future__ import annotations

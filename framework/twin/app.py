@@ -141,7 +141,7 @@ class TwinApp:
             hub,
             exchange,
             verifier,
-            settings,
+            queue_limit=settings.ws_queue_limit,
             clock_ms=self.venue_clock_ms,
             window_ms=self._window_ms,
         )

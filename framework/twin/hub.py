@@ -33,7 +33,6 @@ from framework.sim.exchange import Exchange
 from framework.twin import wire
 from framework.twin.auth import AuthRefused, Verifier, parse_timestamp, within_window
 from framework.twin.faults import Counters, Faults
-from framework.twin.settings import TwinSettings
 from framework.venue.errors import render_message
 
 __all__ = ["Connection", "Hub", "Sockets"]
@@ -202,8 +201,8 @@ class Sockets:
         hub: Hub,
         exchange: Exchange,
         verifier: Verifier,
-        settings: TwinSettings,
         *,
+        queue_limit: int,
         clock_ms: Callable[[], int],
         window_ms: int,
     ) -> None:
@@ -211,7 +210,7 @@ class Sockets:
         self.hub = hub
         self.exchange = exchange
         self.verifier = verifier
-        self.settings = settings
+        self.queue_limit = queue_limit
         self.clock_ms = clock_ms
         self.window_ms = window_ms
 
@@ -225,7 +224,7 @@ class Sockets:
         connection = Connection(
             websocket.send_text,
             close,
-            limit=self.settings.ws_queue_limit,
+            limit=self.queue_limit,
             counters=self.hub.counters,
         )
         self.hub.add(connection)
