@@ -74,7 +74,6 @@ from framework.sim.state import (
     Refusal,
     Savepoint,
     Sequences,
-    list_page,
     pnl_at,
     trim_account,
 )
@@ -219,15 +218,40 @@ class Exchange:
         page_size: int,
         now_ms: int | None = None,
     ) -> list[Match]:
-        """One page of the matches listed at now_ms (None: all), newest first, ids < before."""
-        return list_page(
-            self.accounts[user_id],
-            pair,
-            before=before,
-            page_no=page_no,
-            page_size=page_size,
-            now_ms=now_ms,
-        )
+        """One page of the matches listed at now_ms (None: all), newest first, ids < before.
+
+        SPEC 4.4: ``matchId`` is a strict upper bound, pages are counted from 1. A match the
+        match_delay fault holds back (``Account.listed_from_ms``) is not listed before its
+        time: pages count listed matches only, so a lower id may appear after a higher one was
+        already read. Only the matches the account still keeps are listed.
+        """
+        account = self.accounts[user_id]
+        found = account.matches.get(pair)
+        if not found:
+            return []
+        end = len(found) if before is None else found.count_below(before)
+        held = account.listed_from_ms
+        if held and now_ms is not None:
+            for match_id in [i for i, at in held.items() if at <= now_ms]:
+                del held[match_id]
+        if not held or now_ms is None:
+            high = end - (page_no - 1) * page_size
+            if high <= 0:
+                return []
+            return found[max(0, high - page_size) : high][::-1]
+        skip = (page_no - 1) * page_size
+        page: list[Match] = []
+        for index in range(end - 1, -1, -1):
+            match = found[index]
+            if match.id in held:
+                continue
+            if skip:
+                skip -= 1
+                continue
+            page.append(match)
+            if len(page) == page_size:
+                break
+        return page
 
     def unrealized_pnl(self, position: Position) -> Decimal:
         """The PnL of a position if it closed at the mark now."""

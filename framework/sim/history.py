@@ -5,8 +5,8 @@ the newest ``match_history_limit`` matches per account and pair (default 100000)
 are forgotten: no longer listed, they drop off the bottom of the list. Ids of the kept
 matches do not change, so paging by a ``matchId`` bound stays right; a page that reaches
 below the oldest kept match is short or empty. :class:`MatchHistory` is what
-selectContractMatchPairList pages through (:func:`framework.sim.state.list_page`) and what
-tests read as ground truth (``Account.matches[pair]``, a read-only sequence of
+selectContractMatchPairList pages through (:meth:`framework.sim.exchange.Exchange.matches`)
+and what tests read as ground truth (``Account.matches[pair]``, a read-only sequence of
 :class:`~framework.sim.events.Match` in id order). Its append and trim are amortized O(1)
 per match: trimming moves an offset; the forgotten matches are deleted in one slice once
 they number a quarter of the limit, so at most ``limit + limit // 4`` are held.

@@ -23,11 +23,6 @@ cancels the orders the batch rested, so a refused atomic batch leaves no trace, 
 used ids. Matches are not copied: the savepoint keeps each pair's :attr:`MatchHistory.end
 <framework.sim.history.MatchHistory.end>` and restore truncates back to it. This is exact
 because nothing is trimmed while the savepoint is held.
-
-The match list (SPEC 4.4, :func:`list_page`): ``matchId`` is a strict upper bound, pages are
-counted from 1. A match the match_delay fault holds back (``Account.listed_from_ms``) is not
-listed before its time: pages count listed matches only, so a lower id may appear after a
-higher one was already read. Only the matches the account still keeps are listed.
 """
 
 from __future__ import annotations
@@ -40,7 +35,6 @@ from typing import Any, Literal
 import attrs
 
 from framework.sim.book import Book
-from framework.sim.events import Match
 from framework.sim.history import MatchHistory, OrderIndex
 from framework.venue.models import OrderInput
 from framework.venue.rules import PairRules
@@ -56,7 +50,6 @@ __all__ = [
     "Refusal",
     "Savepoint",
     "Sequences",
-    "list_page",
     "pnl_at",
     "trim_account",
     "trim_matches",
@@ -229,44 +222,6 @@ def trim_matches(account: Account, history: MatchHistory) -> None:
     if held:
         for match in forgotten:
             held.pop(match.id, None)
-
-
-def list_page(
-    account: Account,
-    pair: str,
-    *,
-    before: int | None,
-    page_no: int,
-    page_size: int,
-    now_ms: int | None = None,
-) -> list[Match]:
-    """One page of the matches listed at now_ms (None: all), newest first, ids < before."""
-    found = account.matches.get(pair)
-    if not found:
-        return []
-    end = len(found) if before is None else found.count_below(before)
-    held = account.listed_from_ms
-    if held and now_ms is not None:
-        for match_id in [i for i, at in held.items() if at <= now_ms]:
-            del held[match_id]
-    if not held or now_ms is None:
-        high = end - (page_no - 1) * page_size
-        if high <= 0:
-            return []
-        return found[max(0, high - page_size) : high][::-1]
-    skip = (page_no - 1) * page_size
-    page: list[Match] = []
-    for index in range(end - 1, -1, -1):
-        match = found[index]
-        if match.id in held:
-            continue
-        if skip:
-            skip -= 1
-            continue
-        page.append(match)
-        if len(page) == page_size:
-            break
-    return page
 
 
 @attrs.define(slots=True, kw_only=True)
