@@ -228,10 +228,6 @@ def test_no_import_cycle_between_packages() -> None:
             walk(node)
 
 
-TOO_LONG_FOR_NOW = {"framework/twin/app.py"}
-"""Modules over the size rule while another change splits them (issue 26, helper sim)."""
-
-
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
@@ -240,14 +236,6 @@ def test_no_module_is_over_600_lines() -> None:
     over = {
         str(path.relative_to(ROOT)): _lines(path)
         for path in sorted((ROOT / "framework").rglob("*.py"))
-        if _lines(path) > MAX_LINES and str(path.relative_to(ROOT)) not in TOO_LONG_FOR_NOW
+        if _lines(path) > MAX_LINES
     }
     assert not over, f"modules over {MAX_LINES} lines (split where a concept ends): {over}"
-
-
-@pytest.mark.xfail(
-    strict=True, reason="framework/twin/app.py is split by another change of issue 26 (sim)"
-)
-@pytest.mark.parametrize("module", sorted(TOO_LONG_FOR_NOW))
-def test_modules_waiting_for_a_split_are_under_600_lines(module: str) -> None:
-    assert _lines(ROOT / module) <= MAX_LINES, f"{module} is over {MAX_LINES} lines"

@@ -1,10 +1,11 @@
 """The paper venue: the backtest's orders filled at the recording's prices, with the twin's rules.
 
-Matching is the venue twin's pure state machine (:class:`framework.twin.exchange.Exchange`),
-so a paper order meets exactly the twin's pre-trade checks and codes
-(:func:`framework.venue.rules.check_order` first, then balance, 2305/2306, 2310, 2318), its
-margin, fee and PnL arithmetic, resting GTC orders, POST_ONLY and liquidations. What the
-paper venue adds is where prices come from and how results reach the strategies:
+Matching is the simulated exchange the venue twin serves
+(:class:`framework.sim.exchange.Exchange`), so a paper order meets exactly the twin's pre-trade
+checks and codes (:func:`framework.venue.rules.check_order` first, then balance, 2305/2306,
+2310, 2318), its margin, fee and PnL arithmetic, resting GTC orders, POST_ONLY and
+liquidations. What the paper venue adds is where prices come from and how results reach the
+strategies:
 
 * Prices: a :class:`PriceTrack` of points found in the recording (match averagePrice at the
   match's time, the openingPrice of NEW position pushes) or read from a CSV file. Each point
@@ -17,12 +18,12 @@ paper venue adds is where prices come from and how results reach the strategies:
   for a CSV track of marks), limit orders never beyond their limit. A pair with no price yet refuses orders with 2331 (no market predict price).
 * Results: the batch answer goes back to the execution engine (accepted orders, or the
   whole-call refusal, as the twin answers in ``partial`` batch mode); every position and
-  balance change becomes the push the twin would send, decoded by the same codec and routed
-  through the same portfolio and bus as recorded pushes, those a call makes itself (a
+  balance change becomes the record a client decodes from the push the twin would send
+  (:mod:`framework.sim.events`), routed through the same portfolio and bus as recorded pushes, those a call makes itself (a
   batch's fills, a cancel's release) after its answer (live, the call's answer usually
   comes before the stream's pushes); matches
-  wait for the next virtual match poll, as live. Paper ids (order, position, match, logId) start at
-  :data:`PAPER_ID_BASE` so they never meet the recording's.
+  wait for the next virtual match poll, as live. Paper ids (order, position, match, logId) start
+  above :data:`PAPER_ID_BASE` so they never meet the recording's.
 """
 
 from __future__ import annotations
@@ -38,20 +39,16 @@ import attrs
 from framework.backtest.prices import PriceTrack
 from framework.engine.cancels import CancelAnswer, CancelBatch
 from framework.engine.venue import Answer
-from framework.twin import wire
-from framework.twin.events import BalanceChanged
-from framework.twin.events import Event as TwinEvent
-from framework.twin.events import PositionChanged as TwinPositionChanged
-from framework.twin.exchange import Exchange
-from framework.twin.order_index import OrderRecord as TwinOrder
-from framework.twin.order_management import (
-    ORDER_COMPLETED,
-    ORDER_COMPLETED_MSG,
-    ORDER_NOT_FOUND,
-    ORDER_NOT_FOUND_MSG,
+from framework.sim.events import (
+    BalanceChanged,
+    Event,
+    account_push,
+    match_record,
+    position_push,
 )
-from framework.twin.settings import FeeSettings, PairSettings, TwinSettings
-from framework.venue.codec import decode, decode_frame
+from framework.sim.exchange import CANCEL_MESSAGES, Exchange
+from framework.sim.history import OrderRecord as SimOrder
+from framework.sim.state import ExchangeSettings, FeeSettings, PairSettings
 from framework.venue.errors import ExtensionUnavailable, error_for, render_message
 from framework.venue.models import (
     AccountBalance,
@@ -78,7 +75,7 @@ __all__ = [
 log = logging.getLogger("framework.paper")
 
 PAPER_ID_BASE: Final = 10**12
-"""Added to every id the paper venue makes (orders, positions, matches, logIds)."""
+"""Every id the paper venue makes (orders, positions, matches, logIds) is above it."""
 
 NO_PRICE: Final = 2331
 """The venue's code for 'Market predict price was not obtained': no price known yet."""
@@ -161,14 +158,14 @@ class PaperVenue:
             for i, (pair, r) in enumerate(rules.items())
         }
         self.exchange = Exchange(
-            TwinSettings(
+            ExchangeSettings(
                 pairs=pairs,
                 coins=coin_ids,
                 fees=FeeSettings(maker=settings.maker_fee, taker=settings.taker_fee),
                 slippage=settings.slippage,
                 maintenance_margin_rate=settings.maintenance_margin_rate,
-                demo_account=False,
-            )
+            ),
+            id_base=PAPER_ID_BASE,
         )
         self.initial = {
             coin: settings.balances.get(coin, settings.default_balance) for coin in coin_ids
@@ -324,7 +321,7 @@ class PaperVenue:
             code, msg = refusals[min(refusals)]
             raise error_for(code, msg)
         return [
-            OrderResult(client_order_id=cid, order_id=PAPER_ID_BASE + oid, pair_name=pair)
+            OrderResult(client_order_id=cid, order_id=oid, pair_name=pair)
             for cid, oid, pair in outcome.accepted
         ]
 
@@ -332,24 +329,23 @@ class PaperVenue:
         """Cancel paper orders by id with the twin's rules (2340 unknown, 2341 completed)."""
         self._changed()
         orders = self.exchange.accounts[_USER].orders
-        return {oid: self._cancel(orders.get(oid - PAPER_ID_BASE), now) for oid in order_ids}
+        return {oid: self._cancel(orders.get(oid), now) for oid in order_ids}
 
     def cancel_by_client_id(self, client_order_id: str, now: int) -> CancelAnswer:
         """Cancel a paper order by its clientOrderId (the twin's rules)."""
         self._changed()
         return self._cancel(self.exchange.accounts[_USER].orders.by_client_id(client_order_id), now)
 
-    def _cancel(self, record: TwinOrder | None, now: int) -> CancelAnswer:
-        if record is None:
-            return CancelAnswer(ORDER_NOT_FOUND, ORDER_NOT_FOUND_MSG)
-        if record.resting is None:
-            return CancelAnswer(ORDER_COMPLETED, ORDER_COMPLETED_MSG)
-        self._emit(self.exchange.cancel_resting(record.resting, now), now, own=True)
-        return CancelAnswer(200, "", record.filled, PAPER_ID_BASE + record.order_id)
+    def _cancel(self, record: SimOrder | None, now: int) -> CancelAnswer:
+        code, events = self.exchange.cancel_order(record, now)
+        if record is None or code != 200:
+            return CancelAnswer(code, CANCEL_MESSAGES[code])
+        self._emit(events, now, own=True)
+        return CancelAnswer(200, "", record.filled, record.order_id)
 
     def query(self, order_id: int) -> PaperOrder | None:
         """A paper order's record (what queryOrder answers), or None when unknown."""
-        record = self.exchange.accounts[_USER].orders.get(order_id - PAPER_ID_BASE)
+        record = self.exchange.accounts[_USER].orders.get(order_id)
         if record is None:
             return None
         state = {"OPEN": "open", "FILLED": "filled", "CANCELED": "canceled"}.get(
@@ -369,7 +365,7 @@ class PaperVenue:
 
     # ---- changes -> pushes, matches, ledger
 
-    def _emit(self, events: list[TwinEvent], now: int, *, own: bool = False) -> None:
+    def _emit(self, events: list[Event], now: int, *, own: bool = False) -> None:
         """Deliver the pushes of events (own: made by the call itself, held while holding)."""
         if not events:
             return
@@ -377,20 +373,12 @@ class PaperVenue:
         deliver = self._held.append if own and self._holding else self._deliver
         for event in events:
             if isinstance(event, BalanceChanged):
-                frame = wire.account_frame(event)
-                frame["data"]["logId"] += PAPER_ID_BASE
+                deliver(account_push(event))
             else:
-                frame = wire.position_frame(event)
-                frame["data"]["positionId"] += PAPER_ID_BASE
-                self._position_changed(event, now)
-            push = decode_frame(frame)
-            assert isinstance(push, PositionPush | AccountPush)
-            deliver(push)
+                quantity = event.current_quantity if event.is_long else -event.current_quantity
+                self.positions.setdefault(event.pair, []).append((now, quantity))
+                deliver(position_push(event))
         self._collect_matches()
-
-    def _position_changed(self, event: TwinPositionChanged, now: int) -> None:
-        quantity = event.current_quantity if event.is_long else -event.current_quantity
-        self.positions.setdefault(event.pair, []).append((now, quantity))
 
     def _collect_matches(self) -> None:
         account = self.exchange.accounts[_USER]
@@ -403,11 +391,7 @@ class PaperVenue:
                 continue
             self._seen_matches[pair] = end
             for match in found[max(len(found) - (end - seen), 0) :]:
-                obj = wire.match_object(match)
-                obj["id"] += PAPER_ID_BASE
-                obj["entrustId"] += PAPER_ID_BASE
-                obj["contractPositionId"] += PAPER_ID_BASE
-                self._pending.append(decode(MatchRecord, obj))
+                self._pending.append(match_record(match))
                 fill = Fill(
                     match.time_ms,
                     pair,
@@ -418,7 +402,7 @@ class PaperVenue:
                     match.profit_loss,
                     match.is_taker,
                     match.is_close,
-                    PAPER_ID_BASE + match.order_id,
+                    match.order_id,
                 )
                 self.fills.append(fill)
                 if self.on_fill is not None:

@@ -1,6 +1,6 @@
 """Synthetic recordings: any number of realistic pushes and REST answers, deterministically.
 
-The generator drives the venue twin's own exchange (:class:`framework.twin.exchange.Exchange`)
+The generator drives the venue twin's own exchange (:class:`framework.sim.exchange.Exchange`)
 with a seeded trader: marks follow the twin's random walk, the trader sends market orders
 that open, add to, reduce and close one-way positions, and every change the exchange reports
 becomes the very push the twin would send (:mod:`framework.twin.wire`). The REST answers a
@@ -28,12 +28,13 @@ import attrs
 import orjson
 
 from framework.recording import RecordingWriter
+from framework.sim.events import BalanceChanged
+from framework.sim.events import Event as TwinEvent
+from framework.sim.exchange import Exchange
+from framework.sim.state import PairSettings
 from framework.twin import wire
-from framework.twin.events import BalanceChanged
-from framework.twin.events import Event as TwinEvent
-from framework.twin.exchange import Exchange
 from framework.twin.prices import RandomWalk
-from framework.twin.settings import PairSettings, TwinSettings
+from framework.twin.settings import TwinSettings
 from framework.venue.models import MatchType, OrderInput, PositionType
 from framework.venue.requests import BALANCE_PATH, BATCH_CREATE_PATH, MATCHES_PATH, POSITIONS_PATH
 

@@ -21,9 +21,10 @@ from typing import Any, Final
 import attrs
 
 from framework.config import Config, Secret
+from framework.sim.state import PairSettings
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
-from framework.twin.settings import PairSettings, TwinSettings
+from framework.twin.settings import TwinSettings
 
 __all__ = ["EMBEDDED_HISTORY", "VenueAccess", "open_venue", "twin_settings"]
 

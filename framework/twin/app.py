@@ -1,4 +1,4 @@
-"""The twin's HTTP and WebSocket front (starlette): SPEC section 4 paths and section 6 socket.
+"""The twin's HTTP front (starlette): SPEC section 4 paths; its socket is the hub's.
 
 Decisions where SPEC.md is silent:
 
@@ -8,7 +8,7 @@ Decisions where SPEC.md is silent:
 * HTTP 200 carries every envelope, success or venue error; HTTP 401 carries the envelope
   ``{"error": true, "code": 401, "msg": "Unauthorized: <reason>"}`` for a missing or unknown
   APIKEY, a missing signature or one that does not verify. HTTP 413, 408 and 431 (body too
-  large, request too slow, headers too large: :mod:`framework.twin.http_protocol`) carry
+  large, request too slow, headers too large: :class:`framework.twin.server.LimitedHttp`) carry
   the same envelope with their status as code. ``Accept-Language`` is ignored (texts are
   SPEC section 7's English ones). ``sid`` counts responses from 1.
 * Checks run: faults (latency, 503, 2329), authentication, timestamp (missing: 2002 on
@@ -27,7 +27,7 @@ Decisions where SPEC.md is silent:
   Otherwise the body is read and verified; only when it verifies and is JSON is every
   order object with a string clientOrderId recorded in ``received_orders`` as
   (clientOrderId, the object re-serialized with sorted keys), whatever happens next
-  (bounded: see :mod:`framework.twin.received_orders`). Nothing of a refused request is
+  (bounded: see :class:`framework.twin.faults.ReceivedOrders`). Nothing of a refused request is
   kept.
 * batchCreate, after executing (orders placed, fills made, pushes published): the
   drop_response fault closes the connection without an answer; error_after_accept answers
@@ -55,19 +55,14 @@ Decisions where SPEC.md is silent:
   use too; the exchange's own times are not offset); the pairs path lists every pair with
   the rules the twin enforces, camelCase (``pairName``, ``contractPairId``, ``settleCoin``,
   ``priceDecimals``, ``minQuantity``..., decimals as strings, ``positionTypes`` a list).
-* WebSocket at ``ws_path``: text frames of JSON. A subscribe whose apiKey is unknown, whose
-  signature (over ``str(timestamp)``) does not verify, whose timestamp is outside the window
-  or which lacks pair/symbol is acknowledged with ``success: false`` and a reason in ``msg``,
-  and registers nothing. So is any field of the wrong type (an apiKey that is a list, a pair
-  that is a number...): the ack echoes pair and symbol only when they are strings (else
-  null), and the socket stays open. A text frame ``ping`` is answered ``pong``.
+* WebSocket at ``ws_path``: :class:`framework.twin.hub.Sockets`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -77,8 +72,8 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from framework.sim.exchange import Exchange
 from framework.twin import wire
 from framework.twin.auth import (
     AuthRefused,
@@ -87,35 +82,26 @@ from framework.twin.auth import (
     parse_timestamp,
     within_window,
 )
-from framework.twin.counters import Counters
-from framework.twin.exchange import Exchange
-from framework.twin.faults import Faults
-from framework.twin.hub import Connection, Hub
+from framework.twin.faults import Counters, Faults, ReceivedOrders
+from framework.twin.hub import Hub, Sockets
 from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement
-from framework.twin.orders import parse_orders
-from framework.twin.params import Refused, page
-from framework.twin.received_orders import ReceivedOrders
 from framework.twin.settings import TwinSettings
-from framework.venue.codec import plain_decimal
+from framework.twin.wire import Refused, page, parse_orders
 from framework.venue.errors import render_message
 from framework.venue.public_info import PAIRS_PATH, TIME_PATH
+from framework.venue.requests import BALANCE_PATH, BATCH_CREATE_PATH, MATCHES_PATH, POSITIONS_PATH
 
-__all__ = ["BALANCE_PATH", "BATCH_PATH", "MATCHES_PATH", "POSITIONS_PATH", "TwinApp"]
-
-BATCH_PATH = "/api/third/hot/order/batchCreate"
-"""SPEC 4.1."""
-POSITIONS_PATH = "/api/third/hot/order/selectContractPositionList"
-"""SPEC 4.2."""
-BALANCE_PATH = "/api/third/hot/order/balance"
-"""SPEC 4.3."""
-MATCHES_PATH = "/api/third/order/selectContractMatchPairList"
-"""SPEC 4.4."""
+__all__ = ["Handler", "TwinApp"]
 
 _NOT_JSON: Any = object()
 """Stands for a batchCreate body that is not JSON."""
 
 Aborter = Callable[[Any], bool]
 """Closes the connection of an ASGI scope without an answer; False when it cannot."""
+
+Handler = Callable[[Request, int, dict[str, str]], Awaitable[Any]]
+"""An endpoint's own work, given (request, user id, query parameters): its data, answered
+SUCCESS, or a whole Response; a Refused it raises is the answer."""
 
 
 class TwinApp:
@@ -151,19 +137,28 @@ class TwinApp:
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
         self.order_management = OrderManagement(exchange, settings)
-        routes: list[Route | WebSocketRoute] = [
-            Route(BATCH_PATH, self.batch_create, methods=["POST"]),
-            Route(POSITIONS_PATH, self.position_list, methods=["POST"]),
-            Route(BALANCE_PATH, self.balance, methods=["POST"]),
-            Route(MATCHES_PATH, self.match_list, methods=["POST"]),
-            Route(TIME_PATH, self.server_time, methods=["GET"]),
-            Route(PAIRS_PATH, self.pair_list, methods=["GET"]),
-            WebSocketRoute(settings.ws_path, self.websocket),
+        self.sockets = Sockets(
+            hub,
+            exchange,
+            verifier,
+            queue_limit=settings.ws_queue_limit,
+            clock_ms=self.venue_clock_ms,
+            window_ms=self._window_ms,
+        )
+        signed = [
+            (POSITIONS_PATH, self.position_list, 2001),
+            (BALANCE_PATH, self.balance, 2002),
+            (MATCHES_PATH, self.match_list, 2001),
         ]
         if settings.order_management:
-            routes += [
-                Route(path, self.order_call, methods=["POST"]) for path in ORDER_MANAGEMENT_PATHS
-            ]
+            signed += [(path, self.order_call, 2002) for path in ORDER_MANAGEMENT_PATHS]
+        routes: list[Route | WebSocketRoute] = [
+            Route(BATCH_CREATE_PATH, self.batch_create, methods=["POST"]),
+            Route(TIME_PATH, self._endpoint(self.server_time), methods=["GET"]),
+            Route(PAIRS_PATH, self._endpoint(self.pair_list), methods=["GET"]),
+            WebSocketRoute(settings.ws_path, self.sockets.serve),
+            *(Route(p, self._endpoint(h, missing), methods=["POST"]) for p, h, missing in signed),
+        ]
         self.starlette = Starlette(routes=routes)
 
     def now_ms(self) -> int:
@@ -234,10 +229,39 @@ class TwinApp:
         if stamp is None or not within_window(stamp, self.venue_clock_ms(), self._window_ms):
             raise Refused(2001, "timestamp")
 
-    async def _query_call(self, request: Request) -> tuple[Credentials, dict[str, str]] | Response:
-        early = self._too_large(request) or await self._pre(request)
-        if early is not None:
-            return early
+    def _endpoint(
+        self, handler: Handler, missing: int | None = None
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """The one preamble of the query-string and public endpoints, then the handler.
+
+        Faults first (after the 413 check of a signed call); a signed call (missing: the code
+        of a missing timestamp) is then authenticated and its timestamp checked. A public
+        one (missing None) has neither, nor parameters.
+        """
+
+        async def endpoint(request: Request) -> Response:
+            early = self._too_large(request) if missing is not None else None
+            early = early or await self._pre(request)
+            if early is not None:
+                return early
+            user_id, params = 0, dict[str, str]()
+            if missing is not None:
+                signed = self._signed_query(request)
+                if isinstance(signed, Response):
+                    return signed
+                user_id, params = signed
+            try:
+                if missing is not None:
+                    self._check_timestamp(params.get("timestamp"), missing_code=missing)
+                data = await handler(request, user_id, params)
+            except Refused as exc:
+                return self._answer(exc.code, exc.msg, None)
+            return data if isinstance(data, Response) else self._answer(200, "SUCCESS", data)
+
+        return endpoint
+
+    def _signed_query(self, request: Request) -> tuple[int, dict[str, str]] | Response:
+        """The caller's user id and the query's parameters, or the 401 answer."""
         raw = request.scope["query_string"].decode("latin-1")
         decoded = unquote(raw)
         texts = (raw,) if decoded == raw else (raw, decoded)
@@ -245,7 +269,7 @@ class TwinApp:
             credentials = self._auth(request, texts)
         except AuthRefused as exc:
             return self._unauthorized(exc)
-        return credentials, dict(parse_qsl(raw, keep_blank_values=True))
+        return credentials.user_id, dict(parse_qsl(raw, keep_blank_values=True))
 
     def _page(self, params: dict[str, str]) -> tuple[int, int]:
         s = self.settings
@@ -368,118 +392,55 @@ class TwinApp:
             await _until_closed(request)
         return dropped
 
-    async def position_list(self, request: Request) -> Response:
+    async def position_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.2: the account's open positions on a pair."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2001)
-            pair = self._pair(params)
-            page_no, page_size = self._page(params)
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
-        account = self.exchange.accounts[credentials.user_id]
-        found = self.exchange.positions(credentials.user_id, pair)
+        pair = self._pair(params)
+        page_no, page_size = self._page(params)
+        account = self.exchange.accounts[user_id]
+        found = self.exchange.positions(user_id, pair)
         start = (page_no - 1) * page_size
-        data = [
+        return [
             wire.position_object(self.exchange, account, p)
             for p in found[start : start + page_size]
         ]
-        return self._answer(200, "SUCCESS", data)
 
-    async def balance(self, request: Request) -> Response:
+    async def balance(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.3: the balance of one settlement coin."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2002)
-            symbol = params.get("symbol")
-            if not symbol:
-                raise Refused(2002, "symbol")
-            balance = self.exchange.balance(credentials.user_id, symbol)
-            if balance is None:
-                raise Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
-        return self._answer(200, "SUCCESS", wire.balance_object(credentials.user_id, balance))
+        symbol = params.get("symbol")
+        if not symbol:
+            raise Refused(2002, "symbol")
+        balance = self.exchange.balance(user_id, symbol)
+        if balance is None:
+            raise Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
+        return wire.balance_object(user_id, balance)
 
-    async def match_list(self, request: Request) -> Response:
+    async def match_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.4: the account's matches on a pair, newest first."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2001)
-            pair = self._pair(params)
-            page_no, page_size = self._page(params)
-            raw_before = params.get("matchId")
-            before = None
-            if raw_before:
-                before = parse_timestamp(raw_before)
-                if before is None:
-                    raise Refused(2001, "matchId")
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
+        pair = self._pair(params)
+        page_no, page_size = self._page(params)
+        raw_before = params.get("matchId")
+        before = None
+        if raw_before:
+            before = parse_timestamp(raw_before)
+            if before is None:
+                raise Refused(2001, "matchId")
         found = self.exchange.matches(
-            credentials.user_id,
-            pair,
-            before=before,
-            page_no=page_no,
-            page_size=page_size,
-            now_ms=self.now_ms(),
+            user_id, pair, before=before, page_no=page_no, page_size=page_size, now_ms=self.now_ms()
         )
-        return self._answer(200, "SUCCESS", [wire.match_object(m) for m in found])
+        return [wire.match_object(m) for m in found]
 
-    async def server_time(self, request: Request) -> Response:
+    async def server_time(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """Public (VENUE-FACTS): the twin's clock in ms."""
-        early = await self._pre(request)
-        return early or self._answer(200, "SUCCESS", self.venue_clock_ms())
+        return self.venue_clock_ms()
 
-    async def pair_list(self, request: Request) -> Response:
+    async def pair_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """Public (VENUE-FACTS): every pair with the rules the twin enforces."""
-        early = await self._pre(request)
-        if early is not None:
-            return early
-        data = []
-        for name, market in self.exchange.markets.items():
-            rules = market.rules
-            data.append(
-                {
-                    "pairName": name,
-                    "contractPairId": market.contract_pair_id,
-                    "settleCoin": market.coin,
-                    "priceDecimals": rules.price_decimals,
-                    "quantityDecimals": rules.quantity_decimals,
-                    "minQuantity": plain_decimal(rules.min_quantity),
-                    "maxQuantity": plain_decimal(rules.max_quantity),
-                    "minLever": rules.min_lever,
-                    "maxLever": rules.max_lever,
-                    "maxOneWayQuantity": plain_decimal(rules.max_one_way_quantity),
-                    "maxTotalQuantity": plain_decimal(rules.max_total_quantity),
-                    "minNotional": plain_decimal(rules.min_notional),
-                    "trading": rules.trading,
-                    "positionTypes": list(rules.position_types),
-                }
-            )
-        return self._answer(200, "SUCCESS", data)
+        return [wire.pair_object(market) for market in self.exchange.markets.values()]
 
-    async def order_call(self, request: Request) -> Response:
+    async def order_call(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """The order-management extension's paths (framework.twin.order_management)."""
-        call = await self._query_call(request)
-        if isinstance(call, Response):
-            return call
-        credentials, params = call
-        try:
-            self._check_timestamp(params.get("timestamp"), missing_code=2002)
-        except Refused as exc:
-            return self._answer(exc.code, exc.msg, None)
         outcome = self.order_management.handle(
-            request.scope["path"], credentials.user_id, params, self.now_ms()
+            request.scope["path"], user_id, params, self.now_ms()
         )
         self.hub.publish(outcome.events)
         if outcome.executed:
@@ -489,108 +450,6 @@ class TwinApp:
             if status is not None:
                 return self._answer(status, _status_phrase(status), None, status=status)
         return self._answer(outcome.code, outcome.msg, outcome.data)
-
-    # -- WebSocket ---------------------------------------------------------------------------
-
-    async def websocket(self, websocket: WebSocket) -> None:
-        """SPEC section 6: subscriptions and pushes on one socket."""
-        await websocket.accept()
-
-        async def close(code: int) -> None:
-            await websocket.close(code)
-
-        connection = Connection(
-            websocket.send_text,
-            close,
-            limit=self.settings.ws_queue_limit,
-            counters=self.counters,
-        )
-        self.hub.add(connection)
-        sender = asyncio.create_task(connection.run(self.faults))
-        try:
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    break
-                text = message.get("text")
-                if text is None:
-                    data = message.get("bytes") or b""
-                    text = data.decode("utf-8", "replace")
-                if text.strip().lower() == "ping":
-                    connection.enqueue("pong")
-                    continue
-                reply = self._subscribe(connection, text)
-                connection.enqueue(orjson.dumps(reply).decode())
-        except (WebSocketDisconnect, RuntimeError):
-            pass
-        finally:
-            self.hub.remove(connection)
-            connection.request_close()
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
-
-    def _subscribe(self, connection: Connection, text: str) -> dict[str, Any]:
-        try:
-            message = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            message = None
-        if type(message) is not dict:
-            return {"event": "error", "success": False, "msg": "Illegal parameter:message"}
-        event = message.get("event")
-        pair = message.get("pair")
-        symbol = message.get("symbol")
-        name = event if isinstance(event, str) else "unknown"
-
-        def refuse(reason: str) -> dict[str, Any]:
-            self.counters.subscribe_refusals += 1
-            return wire.subscribe_ack(
-                name,
-                success=False,
-                msg=reason,
-                pair=pair if isinstance(pair, str) else None,
-                symbol=symbol if isinstance(symbol, str) else None,
-            )
-
-        if message.get("method") != "SUBSCRIBE":
-            return refuse(render_message(2001, "method"))
-        if event not in ("api_position", "api_account"):
-            return refuse(render_message(2001, "event"))
-        if event == "api_position" and not (isinstance(pair, str) and pair):
-            return refuse(render_message(2002, "pair"))
-        if event == "api_account" and not (isinstance(symbol, str) and symbol):
-            return refuse(render_message(2002, "symbol"))
-        if event == "api_position" and pair not in self.exchange.markets:
-            return refuse(render_message(2001, "pair"))
-        if event == "api_account" and not self.exchange.knows_coin(str(symbol)):
-            return refuse(render_message(2001, "symbol"))
-        timestamp = message.get("timestamp")
-        stamp = parse_timestamp(timestamp)
-        if stamp is None:
-            return refuse(render_message(2001, "timestamp"))
-        try:
-            credentials = self.verifier.authenticate(
-                message.get("apiKey"),
-                message.get("signType"),
-                message.get("signature"),
-                (str(timestamp),),
-            )
-        except AuthRefused as exc:
-            return refuse(f"Unauthorized: {exc}")
-        if not within_window(stamp, self.venue_clock_ms(), self._window_ms):
-            return refuse(render_message(2001, "timestamp"))
-        self.counters.subscriptions += 1
-        if event == "api_position":
-            assert isinstance(pair, str)
-            self.hub.subscribe_position(connection, credentials.user_id, pair)
-            return wire.subscribe_ack(
-                event, success=True, msg=f"Subscribe {event} success", pair=pair
-            )
-        assert isinstance(symbol, str)
-        self.hub.subscribe_account(connection, credentials.user_id, symbol)
-        return wire.subscribe_ack(
-            event, success=True, msg=f"Subscribe {event} success", symbol=symbol
-        )
 
 
 async def _bounded_body(request: Request, limit: int) -> bytes | None:

@@ -1,8 +1,10 @@
-"""Fault injection: which calls and pushes go wrong, drawn from a seeded random.Random.
+"""Fault injection and what tests observe of it: faults, counters and the orders received.
+
+Faults: which calls and pushes go wrong, drawn from a seeded random.Random.
 
 Faults come from the ``faults`` section of the settings and can be changed while the twin
 runs (:meth:`Faults.configure`, :meth:`Faults.clear`). Every fault actually injected is
-counted in :class:`~framework.twin.counters.Counters`. A share of 0 never draws from the
+counted in :class:`Counters` (with the traffic: plain ints, read them at any time). A share of 0 never draws from the
 random source, so enabling one fault does not shift the draws of another run's settings.
 
 ==========================  ===================================================================
@@ -52,19 +54,66 @@ Ground truth for fault tests is kept apart from the faults: :attr:`VenueTwin.rec
 (each order of each authenticated batchCreate body the twin read) and :meth:`VenueTwin.executed_orders`
 (clientOrderId -> orderId of each order an account had accepted), the newest
 ``received_orders_limit`` and ``client_id_history_limit`` (100000 each) of them.
+
+:class:`ReceivedOrders` (``VenueTwin.received_orders``) keeps ``(clientOrderId, the order
+re-serialized with sorted keys)`` of every order object with a string clientOrderId of each
+authenticated batchCreate body, oldest first, and forgets the oldest beyond either bound of
+the settings: ``received_orders_limit`` orders or ``received_orders_max_bytes`` bytes (the
+canonical order plus its clientOrderId, in UTF-8). An order larger than the byte bound on
+its own is not kept. Only bodies that passed authentication are recorded
+(:mod:`framework.twin.app`), so an unsigned caller can make the twin keep nothing.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Literal
+from collections import deque
+from collections.abc import Iterator
+from typing import Any, Literal, overload
 
 import attrs
+import orjson
 
-from framework.twin.counters import Counters
 from framework.twin.settings import FaultSettings
 
-__all__ = ["Faults"]
+__all__ = ["Counters", "Faults", "ReceivedOrders"]
+
+
+@attrs.define(kw_only=True)
+class Counters:
+    """Running totals since the twin started; plain ints, read them at any time."""
+
+    rest_calls: int = 0
+    batch_calls: int = 0
+    orders_accepted: int = 0
+    orders_refused: int = 0
+    auth_failures: int = 0
+    bodies_too_large: int = 0
+    headers_too_large: int = 0
+    connections_timed_out: int = 0
+    ws_connections: int = 0
+    subscriptions: int = 0
+    subscribe_refusals: int = 0
+    pushes_sent: int = 0
+    ws_overflows: int = 0
+    latency_injected: int = 0
+    busy_answers: int = 0
+    unavailable_answers: int = 0
+    dropped_responses: int = 0
+    ws_disconnects: int = 0
+    duplicated_pushes: int = 0
+    reordered_pushes: int = 0
+    stale_account_pushes: int = 0
+    unavailable_envelopes: int = 0
+    errors_after_accept: int = 0
+    resets_before_read: int = 0
+    delayed_answers: int = 0
+    omitted_results: int = 0
+    delayed_matches: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        """A copy of every counter by name."""
+        return attrs.asdict(self)
 
 
 class Faults:
@@ -172,3 +221,68 @@ class Faults:
             self._counters.stale_account_pushes += 1
             return True
         return False
+
+
+class ReceivedOrders:
+    """(clientOrderId, canonical order bytes), oldest first, bounded in count and bytes."""
+
+    def __init__(self, *, limit: int, max_bytes: int) -> None:
+        """Keep at most limit orders and max_bytes bytes of them."""
+        self._items: deque[tuple[str, bytes]] = deque()
+        self._sizes: deque[int] = deque()
+        self.limit = limit
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        """Bytes kept now (canonical orders plus clientOrderIds)."""
+
+    def record(self, payload: Any) -> None:
+        """Keep every order of a parsed batchCreate body that has a string clientOrderId."""
+        orders = payload.get("orders") if type(payload) is dict else None
+        if type(orders) is not list:
+            return
+        for item in orders:
+            if type(item) is dict:
+                client_id = item.get("clientOrderId")
+                if type(client_id) is str:
+                    # A copy: orjson's bytes keep the whole buffer it wrote them in (about
+                    # 4 KB whatever their length), and these are kept for a long time.
+                    canonical = bytes(memoryview(orjson.dumps(item, option=orjson.OPT_SORT_KEYS)))
+                    self.append(client_id, canonical)
+
+    def append(self, client_id: str, canonical: bytes) -> None:
+        """Keep one order, then forget the oldest beyond the bounds."""
+        size = len(canonical) + len(client_id.encode("utf-8", "surrogatepass"))
+        self._items.append((client_id, canonical))
+        self._sizes.append(size)
+        self.nbytes += size
+        while self._items and (len(self._items) > self.limit or self.nbytes > self.max_bytes):
+            self._items.popleft()
+            self.nbytes -= self._sizes.popleft()
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._items.clear()
+        self._sizes.clear()
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        """How many orders are kept."""
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[tuple[str, bytes]]:
+        """The kept orders, oldest first."""
+        return iter(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, bytes]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[str, bytes]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, bytes] | list[tuple[str, bytes]]:
+        """One kept order by position (0: the oldest), or a list of a slice of them."""
+        if isinstance(index, slice):
+            return list(self._items)[index]
+        return self._items[index]
+
+    def __repr__(self) -> str:
+        """Counts only: the orders may be large."""
+        return f"ReceivedOrders({len(self)} orders, {self.nbytes} bytes)"

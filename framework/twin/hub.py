@@ -1,4 +1,4 @@
-"""WebSocket fan-out: who is subscribed to what, and one send queue per connection.
+"""The twin's WebSocket side: subscriptions, their fan-out, one send queue per connection.
 
 The exchange's events are rendered once each (only when someone listens) and queued to every
 subscribed connection without waiting; each connection's sender task writes its queue in
@@ -9,6 +9,13 @@ Routing (SPEC section 6): an api_position push goes to the connections that subs
 pair with the API key of the position's account; an api_account push to those that
 subscribed that settlement coin with the account's key. Push faults (duplicates, reordering,
 stale account frames) are applied here, per connection.
+
+The endpoint (:class:`Sockets`), at ``ws_path``: text frames of JSON. A subscribe whose
+apiKey is unknown, whose signature (over ``str(timestamp)``) does not verify, whose timestamp
+is outside the window or which lacks pair/symbol is acknowledged with ``success: false`` and
+a reason in ``msg``, and registers nothing. So is any field of the wrong type (an apiKey that
+is a list, a pair that is a number...): the ack echoes pair and symbol only when they are
+strings (else null), and the socket stays open. A text frame ``ping`` is answered ``pong``.
 """
 
 from __future__ import annotations
@@ -16,16 +23,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Final
+from typing import Any, Final
 
 import orjson
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from framework.sim.events import BalanceChanged, Event, PositionChanged
+from framework.sim.exchange import Exchange
 from framework.twin import wire
-from framework.twin.counters import Counters
-from framework.twin.events import BalanceChanged, Event, PositionChanged
-from framework.twin.faults import Faults
+from framework.twin.auth import AuthRefused, Verifier, parse_timestamp, within_window
+from framework.twin.faults import Counters, Faults
+from framework.venue.errors import render_message
 
-__all__ = ["Connection", "Hub"]
+__all__ = ["Connection", "Hub", "Sockets"]
 
 _CLOSE: Final = None
 _REORDER_HOLD: Final = 0.25  # seconds a held-back push waits for a successor before going out
@@ -47,7 +57,7 @@ class Connection:
         self._send = send
         self._close = close
         self._queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=limit)
-        self._counters = counters
+        self.counters = counters
         self.closing = False
 
     def enqueue(self, frame: str) -> None:
@@ -57,7 +67,7 @@ class Connection:
         try:
             self._queue.put_nowait(frame)
         except asyncio.QueueFull:
-            self._counters.ws_overflows += 1
+            self.counters.ws_overflows += 1
             while not self._queue.empty():
                 self._queue.get_nowait()
             self.request_close()
@@ -72,7 +82,7 @@ class Connection:
     async def run(self, faults: Faults) -> None:
         """Write queued frames in order until closed; applies the reorder fault."""
         queue = self._queue
-        counters = self._counters
+        counters = self.counters
         held: str | None = None
         try:
             while True:
@@ -111,8 +121,8 @@ class Hub:
 
     def __init__(self, faults: Faults, counters: Counters) -> None:
         """Start with no connections."""
-        self._faults = faults
-        self._counters = counters
+        self.faults = faults
+        self.counters = counters
         self._connections: dict[Connection, None] = {}
         self._positions: dict[tuple[int, str], dict[Connection, None]] = {}
         self._accounts: dict[tuple[int, str], dict[Connection, None]] = {}
@@ -121,7 +131,7 @@ class Hub:
     def add(self, connection: Connection) -> None:
         """Register a new connection."""
         self._connections[connection] = None
-        self._counters.ws_connections += 1
+        self.counters.ws_connections += 1
 
     def remove(self, connection: Connection) -> None:
         """Forget a connection and all its subscriptions."""
@@ -172,7 +182,7 @@ class Hub:
                     self._fan_out(subs, frame, previous)
 
     def _fan_out(self, subs: dict[Connection, None], frame: str, stale: str | None) -> None:
-        faults = self._faults
+        faults = self.faults
         for connection in list(subs):
             if connection.closing:
                 continue
@@ -181,3 +191,125 @@ class Hub:
                 connection.enqueue(frame)
             if stale is not None and faults.stale_account():
                 connection.enqueue(stale)
+
+
+class Sockets:
+    """The WebSocket endpoint: reads subscriptions, registers them in the hub, answers pings."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        exchange: Exchange,
+        verifier: Verifier,
+        *,
+        queue_limit: int,
+        clock_ms: Callable[[], int],
+        window_ms: int,
+    ) -> None:
+        """clock_ms: the venue clock the timestamp window is checked against."""
+        self.hub = hub
+        self.exchange = exchange
+        self.verifier = verifier
+        self.queue_limit = queue_limit
+        self.clock_ms = clock_ms
+        self.window_ms = window_ms
+
+    async def serve(self, websocket: WebSocket) -> None:
+        """SPEC section 6: subscriptions and pushes on one socket."""
+        await websocket.accept()
+
+        async def close(code: int) -> None:
+            await websocket.close(code)
+
+        connection = Connection(
+            websocket.send_text,
+            close,
+            limit=self.queue_limit,
+            counters=self.hub.counters,
+        )
+        self.hub.add(connection)
+        sender = asyncio.create_task(connection.run(self.hub.faults))
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                text = message.get("text")
+                if text is None:
+                    data = message.get("bytes") or b""
+                    text = data.decode("utf-8", "replace")
+                if text.strip().lower() == "ping":
+                    connection.enqueue("pong")
+                    continue
+                reply = self._subscribe(connection, text)
+                connection.enqueue(orjson.dumps(reply).decode())
+        except (WebSocketDisconnect, RuntimeError):
+            pass
+        finally:
+            self.hub.remove(connection)
+            connection.request_close()
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+
+    def _subscribe(self, connection: Connection, text: str) -> dict[str, Any]:
+        try:
+            message = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            message = None
+        if type(message) is not dict:
+            return {"event": "error", "success": False, "msg": "Illegal parameter:message"}
+        event = message.get("event")
+        pair = message.get("pair")
+        symbol = message.get("symbol")
+        name = event if isinstance(event, str) else "unknown"
+
+        def refuse(reason: str) -> dict[str, Any]:
+            self.hub.counters.subscribe_refusals += 1
+            return wire.subscribe_ack(
+                name,
+                success=False,
+                msg=reason,
+                pair=pair if isinstance(pair, str) else None,
+                symbol=symbol if isinstance(symbol, str) else None,
+            )
+
+        if message.get("method") != "SUBSCRIBE":
+            return refuse(render_message(2001, "method"))
+        if event not in ("api_position", "api_account"):
+            return refuse(render_message(2001, "event"))
+        if event == "api_position" and not (isinstance(pair, str) and pair):
+            return refuse(render_message(2002, "pair"))
+        if event == "api_account" and not (isinstance(symbol, str) and symbol):
+            return refuse(render_message(2002, "symbol"))
+        if event == "api_position" and pair not in self.exchange.markets:
+            return refuse(render_message(2001, "pair"))
+        if event == "api_account" and not self.exchange.knows_coin(str(symbol)):
+            return refuse(render_message(2001, "symbol"))
+        timestamp = message.get("timestamp")
+        stamp = parse_timestamp(timestamp)
+        if stamp is None:
+            return refuse(render_message(2001, "timestamp"))
+        try:
+            credentials = self.verifier.authenticate(
+                message.get("apiKey"),
+                message.get("signType"),
+                message.get("signature"),
+                (str(timestamp),),
+            )
+        except AuthRefused as exc:
+            return refuse(f"Unauthorized: {exc}")
+        if not within_window(stamp, self.clock_ms(), self.window_ms):
+            return refuse(render_message(2001, "timestamp"))
+        self.hub.counters.subscriptions += 1
+        if event == "api_position":
+            assert isinstance(pair, str)
+            self.hub.subscribe_position(connection, credentials.user_id, pair)
+            return wire.subscribe_ack(
+                event, success=True, msg=f"Subscribe {event} success", pair=pair
+            )
+        assert isinstance(symbol, str)
+        self.hub.subscribe_account(connection, credentials.user_id, symbol)
+        return wire.subscribe_ack(
+            event, success=True, msg=f"Subscribe {event} success", symbol=symbol
+        )

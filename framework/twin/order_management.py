@@ -35,7 +35,7 @@ single cancel)::
 
 ``OPEN``: resting, ``quantity - filledQuantity`` left. ``FILLED``: all of it filled.
 ``CANCELED``: ended with less, ``filledQuantity`` may be above 0 (see
-:mod:`framework.twin.order_index`: what an IOC or market order did not fill, a FOK
+:mod:`framework.sim.history`: what an IOC or market order did not fill, a FOK
 without fill, a resting order cancelled by a client or by the twin itself).
 
 * **selectContractCurrentEntrustList**: ``pairName`` required (2002 missing, 2001 unknown);
@@ -81,70 +81,28 @@ from typing import Any, Final
 
 import attrs
 
-from framework.twin import params, wire
-from framework.twin.events import Event
-from framework.twin.exchange import Exchange
-from framework.twin.order_index import OrderIndex, OrderRecord
-from framework.twin.params import Refused
+from framework.sim.events import Event
+from framework.sim.exchange import CANCEL_MESSAGES, Exchange
+from framework.sim.history import OrderIndex, OrderRecord
+from framework.twin import wire
 from framework.twin.settings import TwinSettings
-
-__all__ = [
-    "BATCH_CANCEL_PATH",
-    "BATCH_CANCEL_WITH_RES_PATH",
-    "CANCEL_ALL_PATH",
-    "CANCEL_BY_CLIENT_PATH",
-    "CANCEL_PATH",
-    "OPEN_ORDERS_PATH",
-    "ORDER_COMPLETED",
-    "ORDER_COMPLETED_MSG",
-    "ORDER_MANAGEMENT_PATHS",
-    "ORDER_NOT_FOUND",
-    "ORDER_NOT_FOUND_MSG",
-    "QUERY_ORDER_PATH",
-    "OrderManagement",
-    "Outcome",
-]
-
-CANCEL_PATH: Final = "/api/third/order/cancelEntrust"
-"""Cancel one order by entrustId."""
-CANCEL_BY_CLIENT_PATH: Final = "/api/third/order/cancelEntrustByCli"
-"""Cancel one order by clientOrderId."""
-BATCH_CANCEL_PATH: Final = "/api/third/order/batchCancelEntrust"
-"""Cancel several orders by entrustId."""
-BATCH_CANCEL_WITH_RES_PATH: Final = "/api/third/order/batchCancelWithRes"
-"""Cancel several orders by entrustId, with per-order results."""
-CANCEL_ALL_PATH: Final = "/api/third/order/cancelAll"
-"""Cancel every open order, optionally of one pair and one side."""
-OPEN_ORDERS_PATH: Final = "/api/third/order/selectContractCurrentEntrustList"
-"""The open orders of a pair, paged."""
-QUERY_ORDER_PATH: Final = "/api/third/order/queryOrder"
-"""One order by entrustId."""
-
-ORDER_MANAGEMENT_PATHS: Final = (
-    CANCEL_PATH,
-    CANCEL_BY_CLIENT_PATH,
+from framework.twin.wire import Refused
+from framework.venue.errors import ORDER_NOT_FOUND
+from framework.venue.requests import (
     BATCH_CANCEL_PATH,
-    BATCH_CANCEL_WITH_RES_PATH,
+    BATCH_CANCEL_WITH_RESULTS_PATH,
     CANCEL_ALL_PATH,
+    CANCEL_BY_CLIENT_ID_PATH,
+    CANCEL_PATH,
     OPEN_ORDERS_PATH,
     QUERY_ORDER_PATH,
+    OrderManagementPaths,
 )
-"""Every path of the extension."""
 
-ORDER_NOT_FOUND: Final = 2340
-"""Code of an order the account does not have (never placed, another's, or forgotten)."""
-ORDER_NOT_FOUND_MSG: Final = "Order does not exist"
-"""Message of ORDER_NOT_FOUND."""
-ORDER_COMPLETED: Final = 2341
-"""Code of a cancel of an order already FILLED or CANCELED."""
-ORDER_COMPLETED_MSG: Final = "Order is already completed"
-"""Message of ORDER_COMPLETED."""
+__all__ = ["ORDER_MANAGEMENT_PATHS", "OrderManagement", "Outcome"]
 
-_MESSAGES: Final = {
-    200: "SUCCESS",
-    ORDER_NOT_FOUND: ORDER_NOT_FOUND_MSG,
-    ORDER_COMPLETED: ORDER_COMPLETED_MSG,
-}
+ORDER_MANAGEMENT_PATHS: Final = attrs.astuple(OrderManagementPaths())
+"""Every path of the extension (the venue's, framework.venue.requests)."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -179,9 +137,9 @@ class OrderManagement:
         self._max_ids = settings.max_cancel_ids
         self._handlers: dict[str, tuple[Callable[[_Call], Any], bool]] = {
             CANCEL_PATH: (self._cancel_by_id, True),
-            CANCEL_BY_CLIENT_PATH: (self._cancel_by_client_id, True),
+            CANCEL_BY_CLIENT_ID_PATH: (self._cancel_by_client_id, True),
             BATCH_CANCEL_PATH: (self._batch_cancel, True),
-            BATCH_CANCEL_WITH_RES_PATH: (self._batch_cancel, True),
+            BATCH_CANCEL_WITH_RESULTS_PATH: (self._batch_cancel, True),
             CANCEL_ALL_PATH: (self._cancel_all, True),
             OPEN_ORDERS_PATH: (self._open_orders, False),
             QUERY_ORDER_PATH: (self._query, False),
@@ -195,7 +153,7 @@ class OrderManagement:
             data = handler(call)
         except Refused as exc:
             # Parameter refusals come before anything is cancelled; 2340/2341 after.
-            executed = cancels and exc.code in _MESSAGES
+            executed = cancels and exc.code in CANCEL_MESSAGES
             return Outcome(
                 code=exc.code, msg=exc.msg, data=None, events=call.events, executed=executed
             )
@@ -205,41 +163,38 @@ class OrderManagement:
 
     def _cancel(self, call: _Call, record: OrderRecord | None) -> int:
         """Cancel one record of the caller: 200, or 2340 / 2341 with nothing changed."""
-        if record is None:
-            return ORDER_NOT_FOUND
-        if record.resting is None:
-            return ORDER_COMPLETED
-        call.events.extend(self.exchange.cancel_resting(record.resting, call.now_ms))
-        return 200
+        code, events = self.exchange.cancel_order(record, call.now_ms)
+        call.events.extend(events)
+        return code
 
     def _one(self, call: _Call, record: OrderRecord | None) -> dict[str, Any]:
         code = self._cancel(call, record)
         if code != 200:
-            raise Refused(code, msg=_MESSAGES[code])
+            raise Refused(code, msg=CANCEL_MESSAGES[code])
         assert record is not None
         return wire.order_object(record)
 
     def _cancel_by_id(self, call: _Call) -> dict[str, Any]:
-        order_id = params.required_id(call.params, "entrustId")
+        order_id = wire.required_id(call.params, "entrustId")
         return self._one(call, call.orders.get(order_id))
 
     def _cancel_by_client_id(self, call: _Call) -> dict[str, Any]:
-        client_id = params.required(call.params, "clientOrderId")
+        client_id = wire.required(call.params, "clientOrderId")
         return self._one(call, call.orders.by_client_id(client_id))
 
     def _batch_cancel(self, call: _Call) -> list[dict[str, Any]]:
-        ids = params.id_list(call.params, "entrustIds", limit=self._max_ids)
+        ids = wire.id_list(call.params, "entrustIds", limit=self._max_ids)
         results = []
         for order_id in ids:
             code = self._cancel(call, call.orders.get(order_id))
-            results.append({"entrustId": order_id, "code": code, "msg": _MESSAGES[code]})
+            results.append({"entrustId": order_id, "code": code, "msg": CANCEL_MESSAGES[code]})
         return results
 
     def _cancel_all(self, call: _Call) -> dict[str, Any]:
         pair = call.params.get("pairName") or None
         if pair is not None and pair not in self.exchange.markets:
             raise Refused(2001, "pairName")
-        is_long = params.flag(call.params, "isLong")
+        is_long = wire.flag(call.params, "isLong")
         cancelled = []
         for record in call.orders.open_orders(pair):
             if is_long is None or record.is_long == is_long:
@@ -250,10 +205,10 @@ class OrderManagement:
     # -- reads -------------------------------------------------------------------------------
 
     def _open_orders(self, call: _Call) -> dict[str, Any]:
-        pair = params.required(call.params, "pairName")
+        pair = wire.required(call.params, "pairName")
         if pair not in self.exchange.markets:
             raise Refused(2001, "pairName")
-        page_no, page_size = params.page(
+        page_no, page_size = wire.page(
             call.params, default_size=self._default_page_size, max_size=self._max_page_size
         )
         found = call.orders.open_orders(pair)
@@ -266,7 +221,7 @@ class OrderManagement:
         }
 
     def _query(self, call: _Call) -> dict[str, Any]:
-        record = call.orders.get(params.required_id(call.params, "entrustId"))
+        record = call.orders.get(wire.required_id(call.params, "entrustId"))
         if record is None:
-            raise Refused(ORDER_NOT_FOUND, msg=ORDER_NOT_FOUND_MSG)
+            raise Refused(ORDER_NOT_FOUND, msg=CANCEL_MESSAGES[ORDER_NOT_FOUND])
         return wire.order_object(record)

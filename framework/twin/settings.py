@@ -29,16 +29,14 @@ from typing import Any, Literal
 
 import attrs
 
+from framework.sim.state import ExchangeSettings
 from framework.venue.errors import ConfigError
-from framework.venue.rules import PairRules
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
 from framework.yaml_read import read_config_text
 
 __all__ = [
     "AccountSettings",
     "FaultSettings",
-    "FeeSettings",
-    "PairSettings",
     "PriceSettings",
     "ServerSettings",
     "TwinSettings",
@@ -69,36 +67,6 @@ def _error_status(_inst: object, attribute: attrs.Attribute[int], value: int) ->
 def _at_least_one(_inst: object, attribute: attrs.Attribute[int], value: int) -> None:
     if value < 1:
         raise ValueError(f"{attribute.name} must be at least 1, got {value}")
-
-
-def _default_pairs() -> dict[str, PairSettings]:
-    return {
-        "ETH-USD": PairSettings(initial_price=Decimal("2000"), contract_pair_id=1),
-        "BTC-USD": PairSettings(
-            initial_price=Decimal("60000"),
-            contract_pair_id=2,
-            rules=PairRules(quantity_decimals=4, min_quantity=Decimal("0.0001")),
-        ),
-    }
-
-
-@attrs.frozen(kw_only=True)
-class FeeSettings:
-    """Fee rates charged on the notional of every fill (maker: resting GTC fills)."""
-
-    maker: Decimal = attrs.field(default=Decimal("0.0002"), validator=_non_negative)
-    taker: Decimal = attrs.field(default=Decimal("0.0005"), validator=_non_negative)
-
-
-@attrs.frozen(kw_only=True)
-class PairSettings:
-    """One contract pair: its rules, starting mark, ids and liquidity."""
-
-    initial_price: Decimal = Decimal("2000")
-    contract_pair_id: int | None = None
-    liquidity: Decimal | None = attrs.field(default=None, validator=_non_negative)
-    settle_decimals: int = 8
-    rules: PairRules = PairRules()
 
 
 @attrs.frozen(kw_only=True)
@@ -196,7 +164,7 @@ class ServerSettings:
     headers must arrive within ``header_timeout`` seconds of the connection's first moment
     (or of its first byte after an answered request), its body within ``body_timeout`` of
     the headers' end (else HTTP 408 and the connection is closed); an idle connection is
-    closed after ``keep_alive_timeout`` seconds (see :mod:`framework.twin.http_protocol`).
+    closed after ``keep_alive_timeout`` seconds (see :class:`framework.twin.server.LimitedHttp`).
     ``max_connections`` (none by default) is uvicorn's ``limit_concurrency``: beyond it,
     requests are answered HTTP 503. ``ws_max_message_bytes`` is uvicorn's ``ws_max_size``:
     a larger WebSocket message closes the socket with code 1009.
@@ -212,8 +180,12 @@ class ServerSettings:
 
 
 @attrs.frozen(kw_only=True)
-class TwinSettings:
-    """Everything the twin needs to run; the defaults give a working two-pair USD venue."""
+class TwinSettings(ExchangeSettings):
+    """Everything the twin needs to run; the defaults give a working two-pair USD venue.
+
+    The exchange's own keys (pairs, fees, slippage, history limits...) are
+    :class:`~framework.sim.state.ExchangeSettings`'.
+    """
 
     host: str = "127.0.0.1"
     port: int = 8400
@@ -229,14 +201,6 @@ class TwinSettings:
     max_orders: int = 20
     default_page_size: int = 20
     max_page_size: int = 100
-    post_only_crossing: Literal["reject", "cancel"] = "reject"
-    fees: FeeSettings = FeeSettings()
-    slippage: Decimal = attrs.field(default=Decimal("0.0005"), validator=_non_negative)
-    maintenance_margin_rate: Decimal = attrs.field(
-        default=Decimal("0.005"), validator=_non_negative
-    )
-    coins: dict[str, int] = attrs.field(factory=lambda: {"USD": 1})
-    pairs: dict[str, PairSettings] = attrs.field(factory=_default_pairs)
     accounts: list[AccountSettings] = attrs.field(factory=list)
     demo_account: bool = True
     demo_balance: Decimal = attrs.field(default=Decimal("100000"), validator=_non_negative)
@@ -247,20 +211,8 @@ class TwinSettings:
     # paths answer HTTP 404 like any unknown path.
     order_management: bool = True
     max_cancel_ids: int = attrs.field(default=20, validator=_at_least_one)
-    # Memory bounds: what the twin keeps per order, match or request, so a long run (or the
-    # twin embedded in the daemon) stays flat; each at least 1, the oldest forgotten first.
-    # Completed order records per account (open orders are always kept): older ones answer
-    # 2340 in the order-management extension (framework/twin/order_index.py).
-    order_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
-    # Matches per account and pair: older ones are no longer listed by
-    # selectContractMatchPairList (framework/twin/match_history.py).
-    match_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
-    # Accepted clientOrderIds per account remembered for the duplicate check (2001) and as
-    # ground truth (VenueTwin.executed_orders); an id no longer remembered here nor by an
-    # order record is accepted again (framework/twin/admission.py).
-    client_id_history_limit: int = attrs.field(default=100_000, validator=_at_least_one)
     # Orders of authenticated batchCreate bodies kept in VenueTwin.received_orders (whole
-    # twin), at most this many and this many bytes (framework/twin/received_orders.py).
+    # twin), at most this many and this many bytes, the oldest forgotten first.
     received_orders_limit: int = attrs.field(default=100_000, validator=_at_least_one)
     received_orders_max_bytes: int = attrs.field(default=33_554_432, validator=_at_least_one)
     # Request sizes and timeouts of the server (ServerSettings).

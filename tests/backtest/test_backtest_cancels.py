@@ -16,12 +16,12 @@ import pytest
 
 from framework import CancelRejected, OrderIntent, OrderStatus, OrderUpdate, Strategy
 from framework.backtest.cli import backtest_main
-from framework.backtest.paper import PAPER_ID_BASE, PaperSettings, PaperVenue
+from framework.backtest.paper import PaperSettings, PaperVenue
 from framework.backtest.runner import Backtest, BacktestResult, BacktestSettings
 from framework.backtest.synth import SynthSettings, generate
 from framework.config import parse_config
 from framework.engine.cancels import NOTHING_TO_CANCEL
-from framework.twin.order_index import OrderRecord
+from framework.sim.history import OrderRecord
 from strategies.ladder import Ladder
 
 ETH = "ETH-USD"
@@ -116,9 +116,7 @@ def test_the_ladder_recentres_on_the_paper_venue_with_cancels(
     )
     assert set(ladder.resting) == set(resting)
     assert {o.client_order_id for o in engine.open_orders()} == set(resting)
-    assert {o.order_id for o in engine.open_orders()} == {
-        PAPER_ID_BASE + r.order_id for r in resting.values()
-    }
+    assert {o.order_id for o in engine.open_orders()} == {r.order_id for r in resting.values()}
     # Every reserve of a cancelled order came back: the account holds its start less fees
     # (only opening buys filled: no realized PnL), margin and the new grid's reserves frozen.
     balance = paper.exchange.accounts[1].balances["USD"]

@@ -20,8 +20,7 @@ from framework.backtest.cli import backtest_main
 from framework.backtest.runner import Backtest, load_backtest_config
 from framework.live.cli import record_main
 from framework.recording import RecordingReader, RestRecord
-from framework.twin.order_management import CANCEL_PATH
-from framework.venue.requests import MATCHES_PATH
+from framework.venue.requests import CANCEL_PATH, MATCHES_PATH
 from strategies.pulse import Pulse
 
 CONFIG = """\

@@ -30,8 +30,8 @@ from framework.engine.execution import ExecutionEngine
 from framework.live.journal import Journal
 from framework.live.node import Node
 from framework.live.rest import RestClient
+from framework.sim.history import OrderRecord
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
-from framework.twin.order_index import OrderRecord
 from framework.twin.server import VenueTwin
 from framework.twin.settings import PriceSettings, TwinSettings
 from framework.venue.errors import ServerFault

@@ -24,18 +24,15 @@ from framework.engine.events import MatchFilled
 from framework.engine.risk import KILL_SWITCH
 from framework.live.node import Node
 from framework.live.rest import RestClient
+from framework.sim.history import OrderRecord
+from framework.sim.state import PairSettings
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
-from framework.twin.order_index import OrderRecord
-from framework.twin.order_management import (
-    BATCH_CANCEL_PATH,
-    CANCEL_BY_CLIENT_PATH,
-    CANCEL_PATH,
-    ORDER_COMPLETED,
-    ORDER_MANAGEMENT_PATHS,
-)
+from framework.twin.order_management import ORDER_MANAGEMENT_PATHS
 from framework.twin.server import VenueTwin
-from framework.twin.settings import PairSettings, PriceSettings, TwinSettings
+from framework.twin.settings import PriceSettings, TwinSettings
+from framework.venue.errors import ORDER_COMPLETED
 from framework.venue.models import MatchType, OrderInput, PositionType
+from framework.venue.requests import BATCH_CANCEL_PATH, CANCEL_BY_CLIENT_ID_PATH, CANCEL_PATH
 from framework.venue.signing import make_signer
 from strategies.ladder import Ladder
 from tests.node_running import running
@@ -286,8 +283,8 @@ async def test_an_unknown_order_is_cancelled_by_its_client_id_and_that_ends_the_
         await eventually(lambda: h.last(cid) is OrderStatus.CANCELED)
         assert h.statuses(cid) == [OrderStatus.UNKNOWN, OrderStatus.CANCELED]
         assert h.updates[-1].order_id == record(twin, cid).order_id  # the answer named it
-        assert [p for p, _ in calls if "cancel" in p.lower()] == [CANCEL_BY_CLIENT_PATH]
-        assert [q["clientOrderId"] for p, q in calls if p == CANCEL_BY_CLIENT_PATH] == [[cid]]
+        assert [p for p, _ in calls if "cancel" in p.lower()] == [CANCEL_BY_CLIENT_ID_PATH]
+        assert [q["clientOrderId"] for p, q in calls if p == CANCEL_BY_CLIENT_ID_PATH] == [[cid]]
         assert record(twin, cid).status == "CANCELED" and book(twin) == {}
         assert usd(twin) == (START, Decimal(0))
         assert node.engine is not None and node.engine.unknown_count == 0

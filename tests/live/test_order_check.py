@@ -19,8 +19,8 @@ from framework.live.node import Node
 from framework.live.rest import RestClient
 from framework.live.venue_jobs import OpenOrderCheck
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
-from framework.twin.order_management import QUERY_ORDER_PATH
 from framework.twin.server import VenueTwin
+from framework.venue.requests import QUERY_ORDER_PATH
 from framework.venue.signing import make_signer
 from tests.live.test_cancels import (
     START,

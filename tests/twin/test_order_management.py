@@ -13,18 +13,18 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
+from framework.sim.state import PairSettings
 from framework.twin import VenueTwin
-from framework.twin.order_management import (
+from framework.twin.order_management import ORDER_MANAGEMENT_PATHS
+from framework.venue.requests import (
     BATCH_CANCEL_PATH,
-    BATCH_CANCEL_WITH_RES_PATH,
+    BATCH_CANCEL_WITH_RESULTS_PATH,
     CANCEL_ALL_PATH,
-    CANCEL_BY_CLIENT_PATH,
+    CANCEL_BY_CLIENT_ID_PATH,
     CANCEL_PATH,
     OPEN_ORDERS_PATH,
-    ORDER_MANAGEMENT_PATHS,
     QUERY_ORDER_PATH,
 )
-from framework.twin.settings import PairSettings
 from tests.twin.twin_client import START_BALANCE, TwinClient, order, recv_json
 from tests.waiting import eventually
 
@@ -248,12 +248,12 @@ async def test_cancel_by_id_restores_the_frozen_balance_exactly_and_pushes_it(
 async def test_cancel_by_client_order_id(trader: TwinClient, other: TwinClient) -> None:
     (order_id,) = await place(trader, [gtc("mine", "1950", long=True)])
     await place(other, [gtc("theirs", "2050", long=False)])
-    answer = await trader.query(CANCEL_BY_CLIENT_PATH, clientOrderId="mine")
+    answer = await trader.query(CANCEL_BY_CLIENT_ID_PATH, clientOrderId="mine")
     assert answer["code"] == 200
     assert (answer["data"]["entrustId"], answer["data"]["status"]) == (order_id, "CANCELED")
-    assert (await trader.query(CANCEL_BY_CLIENT_PATH, clientOrderId="mine"))["code"] == 2341
-    assert (await trader.query(CANCEL_BY_CLIENT_PATH, clientOrderId="theirs"))["code"] == 2340
-    assert (await trader.query(CANCEL_BY_CLIENT_PATH, clientOrderId="never"))["code"] == 2340
+    assert (await trader.query(CANCEL_BY_CLIENT_ID_PATH, clientOrderId="mine"))["code"] == 2341
+    assert (await trader.query(CANCEL_BY_CLIENT_ID_PATH, clientOrderId="theirs"))["code"] == 2340
+    assert (await trader.query(CANCEL_BY_CLIENT_ID_PATH, clientOrderId="never"))["code"] == 2340
     assert (await trader.balance())["data"]["frozenAmount"] == "0"
 
 
@@ -269,7 +269,7 @@ async def test_cancel_of_a_filled_order_is_already_completed(
     assert (await trader.positions())["data"][0]["quantity"] == "0.11"
 
 
-@pytest.mark.parametrize("path", [BATCH_CANCEL_PATH, BATCH_CANCEL_WITH_RES_PATH])
+@pytest.mark.parametrize("path", [BATCH_CANCEL_PATH, BATCH_CANCEL_WITH_RESULTS_PATH])
 async def test_batch_cancel_answers_each_id_in_request_order(
     twin: VenueTwin, trader: TwinClient, path: str
 ) -> None:
@@ -387,12 +387,12 @@ async def test_parameters_are_checked_like_the_spec_endpoints(trader: TwinClient
     assert await code(CANCEL_PATH) == (2002, "Required parameter:entrustId")
     assert await code(CANCEL_PATH, entrustId="x1") == (2001, "Illegal parameter:entrustId")
     assert await code(CANCEL_PATH, entrustId="-5") == (2001, "Illegal parameter:entrustId")
-    assert await code(CANCEL_BY_CLIENT_PATH) == (2002, "Required parameter:clientOrderId")
+    assert await code(CANCEL_BY_CLIENT_ID_PATH) == (2002, "Required parameter:clientOrderId")
     assert await code(QUERY_ORDER_PATH) == (2002, "Required parameter:entrustId")
     assert await code(BATCH_CANCEL_PATH) == (2002, "Required parameter:entrustIds")
     bad = (2001, "Illegal parameter:entrustIds")
     assert await code(BATCH_CANCEL_PATH, entrustIds="1,,2") == bad
-    assert await code(BATCH_CANCEL_WITH_RES_PATH, entrustIds="1,a") == bad
+    assert await code(BATCH_CANCEL_WITH_RESULTS_PATH, entrustIds="1,a") == bad
     assert await code(BATCH_CANCEL_PATH, entrustIds=",".join(["7"] * 21)) == bad
     assert (await code(BATCH_CANCEL_PATH, entrustIds=",".join(["7"] * 20)))[0] == 200
     assert await code(CANCEL_ALL_PATH, isLong="yes") == (2001, "Illegal parameter:isLong")
@@ -453,7 +453,7 @@ async def test_a_dropped_answer_still_cancels(twin: VenueTwin, trader: TwinClien
     ids = await rest_bids(trader, 2)
     twin.faults.configure(drop_response_rate=1.0)
     with pytest.raises(httpx.TransportError):
-        await trader.query_raw(BATCH_CANCEL_WITH_RES_PATH, {"entrustIds": f"{ids[0]},{ids[1]}"})
+        await trader.query_raw(BATCH_CANCEL_WITH_RESULTS_PATH, {"entrustIds": f"{ids[0]},{ids[1]}"})
     assert twin.counters.dropped_responses == 1
     twin.faults.clear()
     assert [(await record(trader, i))["status"] for i in ids] == ["CANCELED", "CANCELED"]
@@ -494,7 +494,7 @@ async def test_a_refused_atomic_batch_leaves_no_order_records(
         answer = await trader.batch([gtc("ok", "1900"), order("big", quantity="5000")])
         assert answer["code"] != 200
         assert (await query(trader, 1_000_001))["code"] == 2340
-        assert (await trader.query(CANCEL_BY_CLIENT_PATH, clientOrderId="ok"))["code"] == 2340
+        assert (await trader.query(CANCEL_BY_CLIENT_ID_PATH, clientOrderId="ok"))["code"] == 2340
         (order_id,) = await place(trader, [gtc("ok", "1900")])
         assert (await record(trader, order_id))["clientOrderId"] == "ok"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from framework.twin.settings import PairSettings
+from framework.sim.state import PairSettings
 from framework.venue.rules import PairRules
 from tests.twin.conftest import client_for
 from tests.twin.twin_client import (

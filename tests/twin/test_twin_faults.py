@@ -91,8 +91,7 @@ async def test_fault_draws_follow_the_seed(make_twin: Callable[..., Any]) -> Non
 
 
 def test_fault_settings_are_validated() -> None:
-    from framework.twin.counters import Counters
-    from framework.twin.faults import Faults
+    from framework.twin.faults import Counters, Faults
 
     faults = Faults(FaultSettings(), random.Random(1), Counters())
     with pytest.raises(ValueError, match="share between 0 and 1"):
@@ -356,8 +355,7 @@ async def test_received_orders_record_every_payload_read(
 
 
 def test_new_fault_settings_are_validated() -> None:
-    from framework.twin.counters import Counters
-    from framework.twin.faults import Faults
+    from framework.twin.faults import Counters, Faults
 
     faults = Faults(FaultSettings(), random.Random(1), Counters())
     with pytest.raises(ValueError, match=r"match_delay_max_s \(1\.0\).*match_delay_min_s \(2"):

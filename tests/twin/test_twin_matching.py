@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from framework.sim.state import PairSettings
 from framework.twin import VenueTwin
-from framework.twin.settings import PairSettings, PriceSettings
+from framework.twin.settings import PriceSettings
 from tests.twin.twin_client import Clock, TwinClient, order, settings
 
 pytestmark = pytest.mark.anyio

@@ -13,10 +13,10 @@ from typing import Any
 import attrs
 import pytest
 
+from framework.sim.events import Match
+from framework.sim.history import MatchHistory
+from framework.sim.state import Account
 from framework.twin import VenueTwin
-from framework.twin.events import Match
-from framework.twin.match_history import MatchHistory
-from framework.twin.state import Account
 from tests.twin.twin_client import TRADER_API_KEY, TwinClient, order
 
 pytestmark = pytest.mark.anyio

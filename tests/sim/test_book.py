@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from framework.twin.book import Book, RestingOrder
+from framework.sim.book import Book, RestingOrder
 
 
 def resting(seq: int, price: str, *, long: bool = True) -> RestingOrder:

@@ -1,9 +1,12 @@
-"""The twin's exchange: a pure state machine of accounts, positions, orders and fills.
+"""The simulated exchange: a pure state machine of accounts, positions, orders and fills.
 
-No I/O, no clock reads, no randomness: every operation takes ``now_ms`` and returns the events
-it caused (:mod:`framework.twin.events`), so the same calls always give the same state. The
-one outside input is the optional ``match_delay`` (the match_delay fault, drawn by
-:class:`~framework.twin.faults.Faults`): milliseconds the match list holds each new match back.
+The one matching engine of the framework: the venue twin serves it over HTTP and WebSocket,
+the paper venue runs backtests on it in-process. No I/O, no clock reads, no randomness:
+every operation takes ``now_ms`` and returns the events it caused
+(:mod:`framework.sim.events`), so the same calls always give the same state. The one outside
+input is the optional ``match_delay`` (the twin's match_delay fault): milliseconds the match
+list holds each new match back. Ids start above ``id_base`` (0 for the twin; the paper venue's
+never meet a recording's).
 
 Model (the business rules SPEC.md leaves "not shown", all documented choices):
 
@@ -12,37 +15,28 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
   may not take it through zero (2318). An order whose positionType differs from the open
   position's is refused with 2310.
 * Margin is ``quantity x price / lever`` (isolated and cross alike), frozen from the available
-  balance together with the fee (the fill step: :mod:`framework.twin.fills`). A resting GTC
+  balance together with the fee (the fill step: :mod:`framework.sim.fills`). A resting GTC
   order that opens freezes its margin and maker fee at its limit price until it fills.
   Amounts are rounded to the pair's settle decimals.
 * Balance refusals: 2201 when the available balance is zero or below (nothing to freeze),
   2102 ``Insufficient balance:<coin>`` when it is positive but smaller than margin + fee.
-* Matching is against the mark: market orders and marketable limit orders fill at once as
-  taker at ``mark x (1 +/- slippage)`` (a limit order never beyond its limit), up to the
-  pair's liquidity per order (unlimited by default). IOC drops the unfilled rest; FOK fills
-  all or nothing (the order is still accepted, with no fill); GTC rests the rest, which fills
-  whole at its limit price, as maker, when the mark crosses it; POST_ONLY that would cross is
-  refused with ``2001 Illegal parameter:price`` (or accepted and cancelled, configurable).
-  A resting fill never flips a position (the excess is cancelled), and a resting fill that
-  would open with too little balance is cancelled (:mod:`framework.twin.resting`).
-  :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is released);
-  ``accounts[user].orders`` keeps every accepted order's record and status
-  (:mod:`framework.twin.order_index`).
-* Liquidation when the mark moves (:mod:`framework.twin.liquidation`): an isolated position
-  when its margin plus unrealized PnL falls to its maintenance margin
-  (``maintenance_margin_rate x quantity x mark``); cross positions of one coin together when
-  the available balance plus their margins and unrealized PnL falls to their maintenance.
-  Liquidation closes at the mark, with no fee, and the loss is capped at the margin
-  (isolated) or the margin plus available balance (cross).
+* Matching is against the mark, liquidity-capped; resting GTC orders fill whole at their
+  limit, as maker, when the mark crosses them; the mark moving also liquidates
+  (:mod:`framework.sim.fills`). FOK without its fill is still accepted; POST_ONLY that would
+  cross is refused with ``2001 Illegal parameter:price`` (or accepted and cancelled,
+  configurable). :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is
+  released); ``accounts[user].orders`` keeps every accepted order's record and status
+  (:mod:`framework.sim.history`); :meth:`Exchange.cancel_order` cancels one by its record:
+  2340 when there is none, 2341 when it is completed.
 * Realized PnL and fees go to the available balance, so at every moment
   ``available + frozen = initial - fees + realized PnL`` and ``frozen`` is the sum of open
   margins and the reserves of resting orders.
 * Ground truth for tests: ``accounts[user].order_ids`` maps the clientOrderId of each
   accepted order to its orderId (``client_ids`` is a view of its keys); ``accounts[user]
   .matches`` holds the matches by pair, listed or held back.
-* Memory bound (the twin's choice): per account, the newest matches per pair, order ids and
+* Memory bound (the exchange's choice): per account, the newest matches per pair, order ids and
   completed order records, each bounded by a setting and trimmed after each operation, never
-  inside an atomic batch (:mod:`framework.twin.retention`).
+  inside an atomic batch (:mod:`framework.sim.state`).
 * Codes the model never gives: 2123 and 2124 (no failure mode of the hot account is
   modelled) and 2331 (every pair always has a mark); 2329 only comes from fault injection.
 """
@@ -52,27 +46,50 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Final
 
 import attrs
 
-from framework.twin.admission import admission_refusal
-from framework.twin.book import RestingOrder
-from framework.twin.events import Event, Match
-from framework.twin.fills import FillStep, can_close, margin_and_fee
-from framework.twin.liquidation import liquidation_price, positions_to_liquidate
-from framework.twin.match_list import list_page
-from framework.twin.matching import plan_fill
-from framework.twin.order_index import OrderIndex
-from framework.twin.resting import fill_crossed, release, rest_order
-from framework.twin.retention import trim_account
-from framework.twin.savepoint import Savepoint, Sequences
-from framework.twin.settings import FeeSettings, TwinSettings
-from framework.twin.state import Account, Balance, Market, Position, Refusal, pnl_at
-from framework.venue.errors import render_message
+from framework.sim.book import RestingOrder
+from framework.sim.events import Event, Match
+from framework.sim.fills import (
+    FillStep,
+    can_close,
+    fill_crossed,
+    liquidation_price,
+    margin_and_fee,
+    plan_fill,
+    positions_to_liquidate,
+    release,
+    rest_order,
+)
+from framework.sim.history import OrderIndex, OrderRecord
+from framework.sim.state import (
+    Account,
+    Balance,
+    ExchangeSettings,
+    FeeSettings,
+    Market,
+    Position,
+    Refusal,
+    Savepoint,
+    Sequences,
+    pnl_at,
+    trim_account,
+)
+from framework.venue.codec import plain_decimal
+from framework.venue.errors import ORDER_COMPLETED, ORDER_NOT_FOUND, render_message
 from framework.venue.models import MatchType, OrderInput
-from framework.venue.rules import settle_coin_of
+from framework.venue.rules import check_order, settle_coin_of
 
-__all__ = ["BatchOutcome", "Exchange"]
+__all__ = ["CANCEL_MESSAGES", "BatchOutcome", "Exchange", "admission_refusal"]
+
+CANCEL_MESSAGES: Final = {
+    200: "SUCCESS",
+    ORDER_NOT_FOUND: "Order does not exist",
+    ORDER_COMPLETED: "Order is already completed",
+}
+"""The message of each code a cancel of one order answers (the order-management extension)."""
 
 _ZERO = Decimal(0)
 
@@ -91,7 +108,11 @@ class Exchange:
     """Accounts, positions, resting orders and matching for every configured pair."""
 
     def __init__(
-        self, settings: TwinSettings, *, match_delay: Callable[[], int] | None = None
+        self,
+        settings: ExchangeSettings,
+        *,
+        match_delay: Callable[[], int] | None = None,
+        id_base: int = 0,
     ) -> None:
         """Build the markets of settings.pairs; accounts are added with open_account."""
         self.slippage = settings.slippage
@@ -120,7 +141,9 @@ class Exchange:
                 price_exp=Decimal(1).scaleb(-pair.rules.price_decimals),
             )
         self.accounts: dict[int, Account] = {}
-        self._ids = Sequences()
+        self._ids = Sequences(
+            order_id=id_base + 1_000_000, match_id=id_base, position_id=id_base, log_id=id_base
+        )
         self._fill_step = FillStep(
             fees=settings.fees,
             ids=self._ids,
@@ -195,15 +218,40 @@ class Exchange:
         page_size: int,
         now_ms: int | None = None,
     ) -> list[Match]:
-        """One page of the matches listed at now_ms (None: all), newest first, ids < before."""
-        return list_page(
-            self.accounts[user_id],
-            pair,
-            before=before,
-            page_no=page_no,
-            page_size=page_size,
-            now_ms=now_ms,
-        )
+        """One page of the matches listed at now_ms (None: all), newest first, ids < before.
+
+        SPEC 4.4: ``matchId`` is a strict upper bound, pages are counted from 1. A match the
+        match_delay fault holds back (``Account.listed_from_ms``) is not listed before its
+        time: pages count listed matches only, so a lower id may appear after a higher one was
+        already read. Only the matches the account still keeps are listed.
+        """
+        account = self.accounts[user_id]
+        found = account.matches.get(pair)
+        if not found:
+            return []
+        end = len(found) if before is None else found.count_below(before)
+        held = account.listed_from_ms
+        if held and now_ms is not None:
+            for match_id in [i for i, at in held.items() if at <= now_ms]:
+                del held[match_id]
+        if not held or now_ms is None:
+            high = end - (page_no - 1) * page_size
+            if high <= 0:
+                return []
+            return found[max(0, high - page_size) : high][::-1]
+        skip = (page_no - 1) * page_size
+        page: list[Match] = []
+        for index in range(end - 1, -1, -1):
+            match = found[index]
+            if match.id in held:
+                continue
+            if skip:
+                skip -= 1
+                continue
+            page.append(match)
+            if len(page) == page_size:
+                break
+        return page
 
     def unrealized_pnl(self, position: Position) -> Decimal:
         """The PnL of a position if it closed at the mark now."""
@@ -217,7 +265,7 @@ class Exchange:
 
     @property
     def last_log_id(self) -> int:
-        """The logId of the latest balance change (0 before any)."""
+        """The logId of the latest balance change (id_base before any)."""
         return self._ids.log_id
 
     def can_close(self, account: Account, position: Position) -> Decimal:
@@ -360,6 +408,15 @@ class Exchange:
             )
         return events
 
+    def cancel_order(self, record: OrderRecord | None, now_ms: int) -> tuple[int, list[Event]]:
+        """Cancel an account's order by its record: 200 and the events, or 2340 (no record)
+        or 2341 (completed) with nothing changed."""
+        if record is None:
+            return ORDER_NOT_FOUND, []
+        if record.resting is None:
+            return ORDER_COMPLETED, []
+        return 200, self.cancel_resting(record.resting, now_ms)
+
     def cancel_resting(self, order: RestingOrder, now_ms: int) -> list[Event]:
         """Cancel a resting order: out of the book, its rest and frozen reserve released."""
         market = self.markets[order.pair]
@@ -369,3 +426,50 @@ class Exchange:
         events: list[Event] = []
         release(self._fill_step, account, market, order, events)
         return events
+
+
+def admission_refusal(
+    account: Account, market: Market, order: OrderInput, *, now: datetime, seen: set[str]
+) -> Refusal | None:
+    """Whether an account may place an order, before it meets the mark; adds its id to seen.
+
+    In this order: a clientOrderId the account still remembers or used earlier in the batch
+    (``2001 Illegal parameter:clientOrderId``), the pair's rules
+    (:func:`framework.venue.rules.check_order`), no balance in the settlement coin (2330), a
+    positionType other than the open position's (2310), an order against the position larger
+    than it (2318), and for orders in the position's direction the one-way limit counting
+    resting orders (2305) and the pair's total open quantity (2306). Balance checks (2102,
+    2201) come later, once the fill is known.
+    """
+    rules = market.rules
+    client_id = order.client_order_id
+    if (
+        client_id in seen
+        or client_id in account.order_ids
+        or account.orders.by_client_id(client_id) is not None
+    ):
+        seen.add(client_id)
+        return 2001, render_message(2001, "clientOrderId")
+    seen.add(client_id)
+    failure = check_order(rules, order, now=now, mark_price=market.mark)
+    if failure is not None:
+        return failure
+    if market.coin not in account.balances:
+        return 2330, render_message(2330)
+    qty = order.quantity
+    position = account.positions.get(market.name)
+    opposite = position is not None and position.is_long != order.is_long
+    if position is not None:
+        if position.position_type != int(order.position_type):
+            return 2310, render_message(2310)
+        if opposite and qty > position.quantity:
+            return 2318, render_message(2318)
+    if not opposite:
+        held = (position.quantity if position is not None else _ZERO) + account.resting.get(
+            (market.name, order.is_long), _ZERO
+        )
+        if held + qty > rules.max_one_way_quantity:
+            return 2305, render_message(2305, plain_decimal(rules.max_one_way_quantity))
+        if market.total_quantity + qty > rules.max_total_quantity:
+            return 2306, render_message(2306, plain_decimal(rules.max_total_quantity))
+    return None

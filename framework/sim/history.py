@@ -1,0 +1,287 @@
+"""What an account remembers: its matches on each pair and its order records, each bounded.
+
+How far back the match list reaches is not in the venue's documentation; the exchange keeps
+the newest ``match_history_limit`` matches per account and pair (default 100000). Older ones
+are forgotten: no longer listed, they drop off the bottom of the list. Ids of the kept
+matches do not change, so paging by a ``matchId`` bound stays right; a page that reaches
+below the oldest kept match is short or empty. :class:`MatchHistory` is what
+selectContractMatchPairList pages through (:meth:`framework.sim.exchange.Exchange.matches`)
+and what tests read as ground truth (``Account.matches[pair]``, a read-only sequence of
+:class:`~framework.sim.events.Match` in id order). Its append and trim are amortized O(1)
+per match: trimming moves an offset; the forgotten matches are deleted in one slice once
+they number a quarter of the limit, so at most ``limit + limit // 4`` are held.
+
+:class:`OrderIndex` holds one :class:`OrderRecord` per accepted order (market, IOC, FOK, GTC
+and POST_ONLY alike), by entrustId and by clientOrderId, kept up to date by
+:class:`~framework.sim.exchange.Exchange` as it places, fills and cancels; the
+order-management extension reads it. Status: ``OPEN`` while the order rests in the book
+(``quantity - filled`` left); ``FILLED`` once all of ``quantity`` filled; ``CANCELED`` when
+it ended with less: the unfilled rest of an IOC or market order (liquidity cap), a FOK or
+crossing POST_ONLY (``cancel`` mode) that took nothing, a resting order cancelled by a
+client or by the exchange itself (the excess that would flip a position, or an opening fill
+the balance no longer covers). A CANCELED order may have ``filled > 0``. Orders the exchange
+creates itself (liquidations) are not recorded. Open orders are always kept; of the
+completed ones only the newest ``limit`` by completion (``order_history_limit``, default
+100000 per account), older ones are forgotten. The completed ids are an OrderedDict, so
+forgetting the oldest is O(1): with a plain dict, ``next(iter(...))`` after many deletions
+at its front scans their holes (O(limit) per order at the default limit, about 80 us
+measured).
+
+Trimming is explicit: the exchange trims once an operation can no longer be rolled back,
+never while an atomic batch is open, so that a savepoint (:attr:`MatchHistory.end`) with
+:meth:`MatchHistory.truncate` and :meth:`OrderIndex.forget` restore both exactly.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from decimal import Decimal
+from itertools import islice
+from typing import Final, Literal, overload
+
+import attrs
+
+from framework.sim.book import RestingOrder
+from framework.sim.events import Match
+from framework.venue.models import OrderInput
+
+__all__ = [
+    "DEFAULT_HISTORY_LIMIT",
+    "MatchHistory",
+    "OrderIndex",
+    "OrderRecord",
+    "OrderStatus",
+]
+
+DEFAULT_HISTORY_LIMIT: Final = 100_000
+"""Matches kept per account and pair, and completed orders per account, unless settings say
+otherwise."""
+
+_NONE: Final[tuple[Match, ...]] = ()
+
+
+class MatchHistory(Sequence[Match]):
+    """The kept matches of one account and pair, in id order (oldest first)."""
+
+    __slots__ = ("_compact_at", "_dropped", "_items", "_start", "limit")
+
+    def __init__(self, limit: int = DEFAULT_HISTORY_LIMIT) -> None:
+        """Start empty; limit is how many matches trim() keeps."""
+        if limit < 1:
+            raise ValueError(f"a match history limit must be positive, got {limit}")
+        self.limit = limit
+        self._items: list[Match] = []
+        self._start = 0  # index in _items of the oldest kept match
+        self._dropped = 0  # matches forgotten since the start
+        self._compact_at = max(1, limit // 4)
+
+    def __len__(self) -> int:
+        """How many matches are kept."""
+        return len(self._items) - self._start
+
+    def __iter__(self) -> Iterator[Match]:
+        """The kept matches, oldest first."""
+        return islice(self._items, self._start, None)
+
+    @overload
+    def __getitem__(self, index: int) -> Match: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Match]: ...
+
+    def __getitem__(self, index: int | slice) -> Match | list[Match]:
+        """A kept match by position (0: the oldest kept), or a list of them."""
+        size = len(self)
+        if isinstance(index, slice):
+            low, high, step = index.indices(size)
+            if step == 1:
+                return self._items[self._start + low : self._start + max(low, high)]
+            return [self._items[self._start + i] for i in range(low, high, step)]
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("match history index out of range")
+        return self._items[self._start + index]
+
+    def __repr__(self) -> str:
+        """Size, limit and id range, not every match."""
+        if not len(self):
+            return f"MatchHistory(0 of limit {self.limit})"
+        return f"MatchHistory({len(self)} of limit {self.limit}, ids {self[0].id}..{self[-1].id})"
+
+    @property
+    def end(self) -> int:
+        """How many matches were ever appended and not truncated: a savepoint of the list."""
+        return self._dropped + len(self)
+
+    def count_below(self, match_id: int) -> int:
+        """How many kept matches have an id below match_id (ids increase with position)."""
+        return bisect_left(self._items, match_id, lo=self._start, key=_match_id) - self._start
+
+    def append(self, match: Match) -> None:
+        """Add the newest match (its id above every kept one); trim() bounds the list."""
+        self._items.append(match)
+
+    def trim(self) -> Sequence[Match]:
+        """Forget the oldest matches beyond the limit; returns those forgotten, oldest first."""
+        excess = len(self) - self.limit
+        if excess <= 0:
+            return _NONE
+        start = self._start
+        forgotten = self._items[start : start + excess]
+        self._start = start + excess
+        self._dropped += excess
+        if self._start >= self._compact_at:
+            del self._items[: self._start]
+            self._start = 0
+        return forgotten
+
+    def truncate(self, end: int) -> None:
+        """Undo the appends since the savepoint end (see :attr:`end`)."""
+        keep = max(end - self._dropped, 0)
+        del self._items[self._start + keep :]
+
+
+def _match_id(match: Match) -> int:
+    return match.id
+
+
+OrderStatus = Literal["OPEN", "FILLED", "CANCELED"]
+"""The life of an order record: resting, or completed fully or not."""
+
+
+@attrs.define(slots=True, eq=False, kw_only=True)
+class OrderRecord:
+    """One accepted order as ordered, with what filled so far and its status."""
+
+    order_id: int
+    client_order_id: str
+    pair: str
+    is_long: bool
+    is_market: bool
+    match_type: int
+    position_type: int
+    lever: int
+    price: Decimal | None
+    quantity: Decimal
+    filled: Decimal
+    status: OrderStatus
+    create_ms: int
+    update_ms: int
+    # The order in the book while OPEN, None once completed.
+    resting: RestingOrder | None = None
+
+
+class OrderIndex:
+    """One account's order records: open ones by pair, completed ones up to a limit."""
+
+    def __init__(self, limit: int = DEFAULT_HISTORY_LIMIT) -> None:
+        """Start empty; limit is how many completed orders are kept."""
+        if limit < 1:
+            raise ValueError(f"an order history limit must be positive, got {limit}")
+        self.limit = limit
+        self._by_id: dict[int, OrderRecord] = {}
+        self._by_client: dict[str, int] = {}
+        # pair -> orderId -> record; ids are given out in increasing order, so insertion
+        # order is ascending entrustId.
+        self._open: dict[str, dict[int, OrderRecord]] = {}
+        # Completed orderIds, oldest completion first.
+        self._completed: OrderedDict[int, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        """How many orders are known (open and remembered completed ones)."""
+        return len(self._by_id)
+
+    def get(self, order_id: int) -> OrderRecord | None:
+        """The record of an orderId (entrustId), None when unknown or forgotten."""
+        return self._by_id.get(order_id)
+
+    def by_client_id(self, client_order_id: str) -> OrderRecord | None:
+        """The record of a clientOrderId, None when unknown or forgotten."""
+        order_id = self._by_client.get(client_order_id)
+        return None if order_id is None else self._by_id.get(order_id)
+
+    def open_orders(self, pair: str | None = None) -> list[OrderRecord]:
+        """The OPEN records of a pair (None: every pair), by entrustId ascending."""
+        if pair is not None:
+            return list(self._open.get(pair, {}).values())
+        found = [r for orders in self._open.values() for r in orders.values()]
+        found.sort(key=lambda r: r.order_id)
+        return found
+
+    def placed(
+        self,
+        order: OrderInput,
+        order_id: int,
+        now_ms: int,
+        *,
+        filled: Decimal,
+        resting: RestingOrder | None,
+    ) -> OrderRecord:
+        """Record an accepted order: OPEN when it rests, else FILLED or CANCELED at once."""
+        if resting is not None:
+            status: OrderStatus = "OPEN"
+        else:
+            status = "FILLED" if filled == order.quantity else "CANCELED"
+        record = OrderRecord(
+            order_id=order_id,
+            client_order_id=order.client_order_id,
+            pair=order.pair_name,
+            is_long=order.is_long,
+            is_market=order.is_market,
+            match_type=int(order.match_type),
+            position_type=int(order.position_type),
+            lever=order.lever,
+            price=order.price,
+            quantity=order.quantity,
+            filled=filled,
+            status=status,
+            create_ms=now_ms,
+            update_ms=now_ms,
+            resting=resting,
+        )
+        self._by_id[order_id] = record
+        self._by_client[order.client_order_id] = order_id
+        if resting is not None:
+            self._open.setdefault(record.pair, {})[order_id] = record
+        else:
+            self._completed[order_id] = None
+        return record
+
+    def ended(self, order: RestingOrder, filled: Decimal, now_ms: int) -> OrderRecord | None:
+        """A resting order left the book having filled filled more: FILLED or CANCELED."""
+        record = self._by_id.get(order.order_id)
+        if record is None or record.resting is None:
+            return record
+        record.filled += filled
+        record.status = "FILLED" if record.filled >= record.quantity else "CANCELED"
+        record.update_ms = now_ms
+        record.resting = None
+        orders = self._open[record.pair]
+        del orders[record.order_id]
+        if not orders:
+            del self._open[record.pair]
+        self._completed[record.order_id] = None
+        self.trim()
+        return record
+
+    def forget(self, order_id: int) -> None:
+        """Drop a record as if never placed (an atomic batch rolled back)."""
+        record = self._by_id.pop(order_id, None)
+        if record is None:
+            return
+        if self._by_client.get(record.client_order_id) == order_id:
+            del self._by_client[record.client_order_id]
+        self._completed.pop(order_id, None)
+        orders = self._open.get(record.pair)
+        if orders is not None and orders.pop(order_id, None) is not None and not orders:
+            del self._open[record.pair]
+
+    def trim(self) -> None:
+        """Forget the oldest completed orders beyond the limit."""
+        completed = self._completed
+        while len(completed) > self.limit:
+            order_id, _ = completed.popitem(last=False)
+            self.forget(order_id)
