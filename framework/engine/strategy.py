@@ -6,10 +6,12 @@ A strategy overrides any of the plain (not async) hooks ``on_start``, ``on_posit
 touches outside itself goes through a :class:`StrategyContext` the runtime provides (live
 node or backtest), so the same class runs in both.
 
-Dispatch rule (:func:`attach`): position pushes and matches reach the strategies trading
-their pair; account pushes reach every strategy; an OrderUpdate or Timer reaches only the
-strategy named in it; a match's ``client_order_id`` is kept only for the strategy that owns
-the order and is None for the others. Hooks a subclass does not override are not subscribed.
+Dispatch rule: one table, :data:`HOOKS`, a row per hook (its name, the bus event that calls
+it, and who gets it), drives :func:`attach`: position pushes and matches reach the strategies
+trading their pair; account pushes reach every strategy; an OrderUpdate or Timer reaches only
+the strategy named in it; a match's ``client_order_id`` is kept only for the strategy that
+owns the order and is None for the others. Hooks a subclass does not override are not
+subscribed. A plug-in adds a hook with one row (:func:`register_hook`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -40,13 +43,17 @@ from framework.venue.errors import ConfigError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 
 __all__ = [
+    "HOOKS",
     "BasicContext",
+    "Hook",
     "OrderDesk",
     "Strategy",
     "StrategyContext",
     "StrategyLoadError",
     "attach",
+    "hook_takes",
     "load_strategy",
+    "register_hook",
 ]
 
 
@@ -278,90 +285,121 @@ def load_strategy(spec: str) -> type[Strategy]:
     return obj
 
 
-def _overrides(strategy: Strategy, hook: str) -> bool:
-    return getattr(type(strategy), hook) is not getattr(Strategy, hook)
+@attrs.frozen
+class Hook:
+    """One row of the hook table: a strategy hook, the bus event that calls it, who gets it."""
+
+    name: str
+    event: type[Any]
+    owner: bool = False
+    """True: only the strategy the event names (``event.strategy``) gets it, others see
+    ``others(argument)`` when others is set; False: every strategy gets it."""
+    by_pair: bool = False
+    """The pairs filter: a strategy trading some pairs gets it when the argument's ``symbol``
+    is one of them (never applied to the owner)."""
+    arg: str | None = ""
+    """What the hook is called with: the event (""), its attribute of that name, or nothing."""
+    others: Callable[[Any], Any] | None = None
+    """Owner rows: what a strategy that is not the owner gets instead (None: nothing)."""
+
+
+def _not_owned(match: MatchRecord) -> MatchRecord:
+    """A match as a strategy that does not own it sees it: no client id, no candidates."""
+    if match.client_order_id is None and not match.candidates:
+        return match
+    return msgspec.structs.replace(match, client_order_id=None, candidates=())
+
+
+HOOKS: list[Hook] = [
+    Hook("on_start", Started, arg=None),
+    Hook("on_position", PositionPush, by_pair=True),
+    Hook("on_account", AccountPush),
+    Hook("on_match", MatchFilled, owner=True, by_pair=True, arg="match", others=_not_owned),
+    Hook("on_order", OrderUpdate, owner=True),
+    Hook("on_timer", Timer, owner=True, arg="name"),
+    Hook("on_cancel_rejected", CancelRejected, owner=True),
+    Hook("on_stop", Stopping, arg=None),
+]
+"""The hook table: it drives :func:`attach`, the README's hook list and the scaffold."""
+
+
+def register_hook(row: Hook) -> Hook:
+    """Add a row to the hook table (a plug-in's hook); a name it has already must be that row."""
+    known = next((h for h in HOOKS if h.name == row.name), None)
+    if known is None:
+        HOOKS.append(row)
+    elif known != row:
+        raise ValueError(f"hook {row.name}: already in the table as {known}")
+    return row
+
+
+def hook_takes(event_type: type[Any]) -> bool:
+    """True when a row of the hook table is called by events of event_type."""
+    return any(h.event is event_type for h in HOOKS)
 
 
 def attach(bus: Bus, strategy: Strategy) -> None:
-    """Subscribe strategy's overridden hooks to bus under its name, with the dispatch rule."""
+    """Subscribe strategy's hooks to bus under its name, each by its row of the hook table.
+
+    A hook is subscribed when the strategy's class defines it other than the base class
+    does (a plug-in's hook the base lacks: when the class defines it at all).
+    """
     name = strategy.name
-    pairs = strategy.pairs
 
     def stopped(owner: str, exc: BaseException) -> None:
         if owner == name:
             strategy.stopped = True
 
     bus.on_owner_stopped(stopped)
+    cls = type(strategy)
+    for row in list(HOOKS):
+        method = getattr(cls, row.name, None)
+        if method is not None and method is not getattr(Strategy, row.name, None):
+            handler = _handler(row, getattr(strategy, row.name), name, strategy.pairs)
+            bus.subscribe(row.event, handler, owner=name)
 
-    if _overrides(strategy, "on_start"):
-        on_start = strategy.on_start
-        bus.subscribe(Started, _hook(lambda e: on_start(), "on_start"), owner=name)
 
-    if _overrides(strategy, "on_position"):
-        on_position = strategy.on_position
-        if pairs is None:  # the hook itself: a push is its own event
-            bus.subscribe(PositionPush, on_position, owner=name)
-        else:
+def _handler(
+    row: Hook, method: Callable[..., None], name: str, pairs: frozenset[str] | None
+) -> Callable[[Any], None]:
+    """The bus handler of one strategy's hook, by its row; named after the hook."""
+    filtered = pairs if row.by_pair else None
+    if not row.owner and row.arg == "":  # the hot path: a push is its own event
+        if filtered is None:
+            return method  # the hook itself
+        some = filtered
 
-            def position_some(push: PositionPush) -> None:
-                if push.symbol in pairs:
-                    on_position(push)
+        def by_pair(event: Any) -> None:
+            if event.symbol in some:
+                method(event)
 
-            bus.subscribe(PositionPush, _hook(position_some, "on_position"), owner=name)
+        return _named(by_pair, row.name)
+    hook: Callable[[Any], None] = method if row.arg is not None else (lambda _: method())
+    get = attrgetter(row.arg) if row.arg else None
+    others = row.others
+    if not row.owner:
 
-    if _overrides(strategy, "on_account"):
-        bus.subscribe(AccountPush, strategy.on_account, owner=name)
+        def every(event: Any) -> None:
+            x = event if get is None else get(event)
+            if filtered is None or x.symbol in filtered:
+                hook(x)
 
-    if _overrides(strategy, "on_match"):
-        on_match = strategy.on_match
+        return _named(every, row.name)
 
-        def match(e: MatchFilled) -> None:
-            record = e.match
-            if e.strategy != name:  # the owner always hears of its fills, others by pair
-                if pairs is not None and record.symbol not in pairs:
-                    return
-                if record.client_order_id is not None or record.candidates:
-                    record = msgspec.structs.replace(record, client_order_id=None, candidates=())
-            on_match(record)
+    def owned(event: Any) -> None:
+        x = event if get is None else get(event)
+        if event.strategy == name:  # the owner always hears of its own, others by pair
+            hook(x)
+        elif others is not None and (filtered is None or x.symbol in filtered):
+            hook(others(x))
 
-        bus.subscribe(MatchFilled, _hook(match, "on_match"), owner=name)
-
-    if _overrides(strategy, "on_order"):
-        on_order = strategy.on_order
-
-        def order(e: OrderUpdate) -> None:
-            if e.strategy == name:
-                on_order(e)
-
-        bus.subscribe(OrderUpdate, _hook(order, "on_order"), owner=name)
-
-    if _overrides(strategy, "on_cancel_rejected"):
-        on_cancel_rejected = strategy.on_cancel_rejected
-
-        def cancel_rejected(e: CancelRejected) -> None:
-            if e.strategy == name:
-                on_cancel_rejected(e)
-
-        bus.subscribe(CancelRejected, _hook(cancel_rejected, "on_cancel_rejected"), owner=name)
-
-    if _overrides(strategy, "on_timer"):
-        on_timer = strategy.on_timer
-
-        def timer(e: Timer) -> None:
-            if e.strategy == name:
-                on_timer(e.name)
-
-        bus.subscribe(Timer, _hook(timer, "on_timer"), owner=name)
-
-    if _overrides(strategy, "on_stop"):
-        on_stop = strategy.on_stop
-        bus.subscribe(Stopping, _hook(lambda e: on_stop(), "on_stop"), owner=name)
+    return _named(owned, row.name)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _hook(handler: _F, hook: str) -> _F:
+def _named(handler: _F, hook: str) -> _F:
     """Name a dispatch closure after the hook it calls, so a failure log names the hook."""
     handler.__qualname__ = handler.__name__ = hook
     return handler
