@@ -64,6 +64,7 @@ __all__ = [
     "PollingConfig",
     "RecordingConfig",
     "Secret",
+    "SourceConfig",
     "StrategyConfig",
     "StreamConfig",
     "VenueConfig",
@@ -166,6 +167,15 @@ class StrategyConfig:
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class SourceConfig:
+    """An event source plugged in at the edge: its name, ``class: module:Class`` and params."""
+
+    name: str
+    class_: str
+    params: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class JournalConfig:
     """The SQLite journal; None means in memory (embedded twin) or an error (real venue)."""
 
@@ -208,6 +218,8 @@ class Config:
     stream: StreamConfig = StreamConfig()
     execution: ExecutionSettings = ExecutionSettings()
     strategies: list[StrategyConfig] = attrs.Factory(list)
+    sources: list[SourceConfig] = attrs.Factory(list)
+    """Event sources (framework.engine.strategy.Source), live and in a backtest."""
     journal: JournalConfig = JournalConfig()
     recording: RecordingConfig = RecordingConfig()
     logging: LoggingConfig = LoggingConfig()

@@ -47,11 +47,13 @@ __all__ = [
     "BasicContext",
     "Hook",
     "OrderDesk",
+    "Source",
     "Strategy",
     "StrategyContext",
     "StrategyLoadError",
     "attach",
     "hook_takes",
+    "load_source",
     "load_strategy",
     "register_hook",
 ]
@@ -243,24 +245,36 @@ def _pairs_from_params(params: Mapping[str, Any]) -> frozenset[str] | None:
 
 def load_strategy(spec: str) -> type[Strategy]:
     """The Strategy subclass named by 'package.module:ClassName', or a StrategyLoadError."""
+    cls: type[Strategy] = _load(spec, "strategy", Strategy)
+    return cls
+
+
+def load_source(spec: str) -> Callable[[str, Mapping[str, Any]], Source]:
+    """The event source class named by 'package.module:ClassName', or a StrategyLoadError."""
+    cls: Callable[[str, Mapping[str, Any]], Source] = _load(spec, "source", None)
+    return cls
+
+
+def _load(spec: str, kind: str, base: type[Any] | None) -> Any:
+    """The class spec names (a subclass of base, when given), or a StrategyLoadError."""
     module_name, sep, class_name = spec.partition(":")
     if not sep or not module_name or not class_name:
-        raise StrategyLoadError(f"strategy class {spec!r}: expected the form 'module:ClassName'")
+        raise StrategyLoadError(f"{kind} class {spec!r}: expected the form 'module:ClassName'")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or module_name
         if module_name == missing or module_name.startswith(missing + "."):
             raise StrategyLoadError(
-                f"strategy class {spec!r}: module {module_name!r} not found (the commands "
+                f"{kind} class {spec!r}: module {module_name!r} not found (the commands "
                 "look among installed packages, in the working directory and beside the config)"
             ) from None
         raise StrategyLoadError(
-            f"strategy class {spec!r}: module {module_name!r} failed to import: {exc}"
+            f"{kind} class {spec!r}: module {module_name!r} failed to import: {exc}"
         ) from exc
     except Exception as exc:
         raise StrategyLoadError(
-            f"strategy class {spec!r}: module {module_name!r} failed to import: "
+            f"{kind} class {spec!r}: module {module_name!r} failed to import: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
     obj: Any = module
@@ -271,18 +285,40 @@ def load_strategy(spec: str) -> type[Strategy]:
             found = sorted(
                 n
                 for n, v in vars(module).items()
-                if isinstance(v, type) and issubclass(v, Strategy) and v is not Strategy
+                if base is not None
+                and isinstance(v, type)
+                and issubclass(v, base)
+                and v is not base
             )
             hint = f"; Strategy subclasses there: {', '.join(found)}" if found else ""
             raise StrategyLoadError(
-                f"strategy class {spec!r}: module {module_name!r} has no {class_name!r}{hint}"
+                f"{kind} class {spec!r}: module {module_name!r} has no {class_name!r}{hint}"
             ) from None
-    if not isinstance(obj, type) or not issubclass(obj, Strategy):
+    if not isinstance(obj, type) or (base is not None and not issubclass(obj, base)):
         what = f"class {obj.__name__}" if isinstance(obj, type) else type(obj).__name__
-        raise StrategyLoadError(
-            f"strategy class {spec!r}: {what} is not a subclass of framework.Strategy"
-        )
+        wanted = "a class" if base is None else "a subclass of framework.Strategy"
+        raise StrategyLoadError(f"{kind} class {spec!r}: {what} is not {wanted}")
     return obj
+
+
+class Source(Protocol):
+    """An event source plugged in at the edge (config ``sources:``): built as cls(name, params).
+
+    It declares the record types it feeds (:attr:`records`); the kernel routes each to its
+    consumer (the portfolio for the venue's pushes; the bus, hence the strategies, for the
+    event of a hook-table row) and refuses one nothing takes when the source is added.
+    """
+
+    name: str
+    records: tuple[type[Any], ...]
+    """The record types it feeds the intake."""
+
+    async def run(self, feed: Callable[[Any], None]) -> None:
+        """Live: feed records as they come, until cancelled (a task of the node)."""
+
+    def timed(self, start_ms: int) -> Iterable[tuple[int, Any]]:
+        """Backtest: (virtual ms, record) in time order from start_ms, fed as time gets there."""
+        ...
 
 
 @attrs.frozen

@@ -52,7 +52,7 @@ from framework.engine.events import ConnectionChanged, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
 from framework.engine.kernel import Kernel
-from framework.engine.strategy import Strategy
+from framework.engine.strategy import Source, Strategy, load_source
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor
 from framework.live.journal import Journal
@@ -68,8 +68,9 @@ from framework.live.summary import SUMMARY_KEYS, run_summary
 from framework.live.trading import TradingState
 from framework.live.wallclock import WallClock
 from framework.output_path import unwritable
+from framework.venue.codec import push_types
 from framework.venue.errors import ConfigError, FrameworkError
-from framework.venue.models import AccountPush, MatchRecord, PositionPush
+from framework.venue.models import MatchRecord
 from framework.venue.signing import make_signer
 
 __all__ = ["SUMMARY_KEYS", "FatalError", "Node"]
@@ -341,6 +342,8 @@ class Node:
             raise FatalError(str(exc)) from None
         for spec in config.strategies:
             log.info("strategy loaded", extra={"strategy": spec.name, "class": spec.class_})
+        for source in config.sources:  # event sources: run as tasks (_start_tasks)
+            self.kernel.add_source(load_source(source.class_)(source.name, source.params))
         pairs, coins = list(config.pairs), config.coins()
         self.poller = MatchPoller(
             rest,
@@ -422,10 +425,19 @@ class Node:
         log.info("journal recovered", extra={"intents_requeued": recovered})
         self._check_all_stopped()
         tg.start_soon(self.executor.run)
+        for source in self.kernel.sources:
+            tg.start_soon(self._run_source, source)
         if not self._stop.is_set():  # every strategy failed at on_start: no stream to open
             tg.start_soon(self.stream.run)
             log.info("stream starting", extra={"ws_url": self.stream.ws_url})
         self.started.set()
+
+    async def _run_source(self, source: Source) -> None:
+        """Run an event source feeding the intake; its failure is logged, the node goes on."""
+        try:
+            await source.run(self.kernel.intake)
+        except Exception:
+            log.exception("source %s failed; it feeds nothing more", source.name)
 
     def _stop_scheduler(self) -> None:
         if self.poller is not None:
@@ -532,11 +544,12 @@ class Node:
 
     # -------------------------------------------------------------------------- callbacks
 
-    def _on_frame_handler(self) -> Callable[[PositionPush | AccountPush], None]:
+    def _on_frame_handler(self) -> Callable[[object], None]:
+        self.kernel.feeds("stream", push_types())  # every push type the stream decodes
         route = self.kernel.intake
         tallies = self.tallies
 
-        def on_frame(frame: PositionPush | AccountPush) -> None:
+        def on_frame(frame: object) -> None:
             tallies.pushes += 1
             self._timed("push", route, frame)
 
