@@ -59,51 +59,33 @@ class {cls}(Strategy):
         self.p = structure_params(self.Params, self.params)
 '''
 
-_EXAMPLES = {
-    "on_start": (
-        "The node has started (positions and balances synced): schedule timers here.",
-        'self.schedule("tick", self.p.every_s)',
-    ),
-    "on_timer": (
-        "A timer of this strategy fired; the venue has no market data, so act on time.",
-        'if name == "tick" and self.p.trade and self.portfolio.net_quantity(self.p.pair) == 0:\n'
-        "    # Market order; a limit order sets price=Decimal(...), match_type, lever, position_type.\n"
-        "    self.submit(OrderIntent(pair=self.p.pair, is_long=True, quantity=self.p.quantity))",
-    ),
-    "on_position": (
-        "A position of a traded pair changed (pushed only when a position changes).",
-        'self.log.info("position %s %s %s", push.symbol, push.direction, push.current_quantity)',
-    ),
-    "on_account": (
-        "A balance of the account changed (pushed only when it changes).",
-        'self.log.info("balance %s available %s", push.symbol, push.available_amount)',
-    ),
-    "on_match": (
-        "A fill on a traded pair; client_order_id is set only when the order is ours.",
-        "if match.client_order_id is not None:\n"
-        '    self.log.info("filled %s at %s", match.quantity, match.average_price)',
-    ),
-    "on_order": (
-        "One of our orders changed status: ACCEPTED, REJECTED (with code), FILLED, UNKNOWN...",
-        'if update.status == "REJECTED":\n'
-        '    self.log.warning("refused %s: %s %s", update.client_order_id, update.code, update.msg)',
-    ),
-    "on_cancel_rejected": (
-        "A cancel (self.cancel / self.cancel_all) did not happen; the order keeps its state.",
-        'self.log.warning("cancel refused %s: %s %s", event.client_order_id, event.code, event.msg)',
-    ),
-    "on_stop": (
-        "The node is stopping: last chance to log, submit or cancel (self.cancel_all()).",
-        'self.log.info("stopping with position %s", self.portfolio.net_quantity(self.p.pair))',
-    ),
+_BODIES = {
+    "on_start": 'self.schedule("tick", self.p.every_s)',
+    "on_position": 'self.log.info("position %s %s %s", push.symbol, push.direction, '
+    "push.current_quantity)",
+    "on_account": 'self.log.info("balance %s available %s", push.symbol, push.available_amount)',
+    "on_match": "if match.client_order_id is not None:  # None: not known as ours\n"
+    '    self.log.info("filled %s at %s", match.quantity, match.average_price)',
+    "on_order": 'if update.status == "REJECTED":  # or ACCEPTED, FILLED, UNKNOWN...\n'
+    '    self.log.warning("refused %s: %s %s", update.client_order_id, update.code, '
+    "update.msg)",
+    "on_timer": 'if name == "tick" and self.p.trade and '
+    "self.portfolio.net_quantity(self.p.pair) == 0:\n"
+    "    # Market order; a limit order sets price=Decimal(...), match_type, lever, "
+    "position_type.\n"
+    "    self.submit(OrderIntent(pair=self.p.pair, is_long=True, quantity=self.p.quantity))",
+    "on_cancel_rejected": 'self.log.warning("cancel refused %s: %s %s", event.client_order_id, '
+    "event.code, event.msg)",
+    "on_stop": 'self.log.info("stopping with position %s", '
+    "self.portfolio.net_quantity(self.p.pair))",
 }
-"""Each hook's docstring and body in the skeleton; a hook without one gets its base docstring."""
+"""Each hook's body in the skeleton (its docstring is the base class's); others get pass."""
 
 
 def _stub(name: str) -> tuple[str, set[str]]:
     """One hook of the skeleton (every row of the hook table has one) and the names it uses."""
     method = getattr(Strategy, name)
-    doc, body = _EXAMPLES.get(name, ((inspect.getdoc(method) or "").split("\n")[0], "pass"))
+    doc, body = (inspect.getdoc(method) or "").split("\n")[0], _BODIES.get(name, "pass")
     params = [
         p.name if p.annotation is p.empty else f"{p.name}: {p.annotation}"
         for p in inspect.signature(method).parameters.values()
