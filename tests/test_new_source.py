@@ -19,16 +19,15 @@ from framework.backtest.timeline import Timeline
 from framework.config import parse_config
 from framework.engine.bus import Bus
 from framework.engine.clock import VirtualClock
-from framework.engine.kernel import Kernel
 from framework.engine.portfolio import Portfolio, push_routes
 from framework.engine.strategy import HOOKS
-from framework.live.node import Node
+from framework.live.node import FatalError, Node
 from framework.venue.errors import ConfigError
 from tests.live.conftest import eventually
 from tests.live.test_node import embedded
 from tests.live.test_stream_frames import ack_subscribes, client, local_server, running
 from tests.node_running import running as node_running
-from tests.ticks import Tick, TickListener
+from tests.ticks import Tick, TickListener, TickSource
 from tests.venue.frames import account_frame, position_frame
 
 LISTENERS = """\
@@ -119,16 +118,38 @@ async def test_the_stream_hands_over_a_push_of_a_registered_type() -> None:
     assert got == [Tick(symbol="ETH-USD", price=Decimal("1999.5"), seq=77)]
 
 
-def test_a_record_type_nothing_takes_is_refused_at_wiring_naming_it_and_its_source() -> None:
-    class Quote:
-        """A record no route and no hook takes."""
+class Quote:
+    """A record type no route and no hook takes."""
 
-    kernel = Kernel(parse_config(BACKTEST), VirtualClock(0))
-    with pytest.raises(ConfigError) as refused:
-        kernel.feeds("quotes", [Tick, Quote])
-    assert str(refused.value) == (
-        "source quotes: nothing takes its Quote records (no intake route, no strategy hook)"
-    )
+
+class QuoteSource(TickSource):
+    """Declares Quotes: refused when it is plugged in, live and in a backtest."""
+
+    records = (Tick, Quote)  # type: ignore[assignment]
+
+
+QUOTES = """\
+sources:
+  - name: quotes
+    class: tests.test_new_source:QuoteSource
+"""
+REFUSED = "source quotes: nothing takes its Quote records (no intake route, no strategy hook)"
+
+
+@pytest.mark.anyio
+async def test_a_record_type_nothing_takes_is_refused_at_wiring_naming_it_and_its_source(
+    tmp_path: Path,
+) -> None:
+    node = Node(embedded(LISTENERS.split("  - name: btc")[0], QUOTES))
+    with pytest.raises(FatalError) as live:
+        await node.run()
+    assert str(live.value) == REFUSED
+    path = tmp_path / "r.jsonl"
+    write(path, [(1_000, account_frame(1, "100"))])
+    config = parse_config(BACKTEST.replace(SOURCES, QUOTES))
+    with pytest.raises(ConfigError) as backtest:
+        Backtest(config, path, BacktestSettings()).run()
+    assert str(backtest.value) == REFUSED
 
 
 def test_the_replay_never_drops_a_decoded_record_in_silence(tmp_path: Path) -> None:

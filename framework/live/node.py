@@ -338,12 +338,13 @@ class Node:
         self.trading.follow(self.bus, self.portfolio, self.engine.status)
         try:
             self.kernel.load_strategies(schedule=self._schedule, submit=self._submit)
-        except ConfigError as exc:  # a strategy that cannot be built: one line, no traceback
+            self.kernel.feeds("stream", push_types())  # every push type the stream decodes
+            for source in config.sources:  # event sources, run as tasks (_start_tasks)
+                self.kernel.add_source(load_source(source.class_)(source.name, source.params))
+        except ConfigError as exc:  # a strategy or source that cannot be built: one line
             raise FatalError(str(exc)) from None
         for spec in config.strategies:
             log.info("strategy loaded", extra={"strategy": spec.name, "class": spec.class_})
-        for source in config.sources:  # event sources: run as tasks (_start_tasks)
-            self.kernel.add_source(load_source(source.class_)(source.name, source.params))
         pairs, coins = list(config.pairs), config.coins()
         self.poller = MatchPoller(
             rest,
@@ -425,9 +426,9 @@ class Node:
         log.info("journal recovered", extra={"intents_requeued": recovered})
         self._check_all_stopped()
         tg.start_soon(self.executor.run)
-        for source in self.kernel.sources:
-            tg.start_soon(self._run_source, source)
         if not self._stop.is_set():  # every strategy failed at on_start: no stream to open
+            for source in self.kernel.sources:
+                tg.start_soon(self._run_source, source)
             tg.start_soon(self.stream.run)
             log.info("stream starting", extra={"ws_url": self.stream.ws_url})
         self.started.set()
@@ -545,7 +546,6 @@ class Node:
     # -------------------------------------------------------------------------- callbacks
 
     def _on_frame_handler(self) -> Callable[[object], None]:
-        self.kernel.feeds("stream", push_types())  # every push type the stream decodes
         route = self.kernel.intake
         tallies = self.tallies
 
