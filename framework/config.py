@@ -413,9 +413,15 @@ def _check_strategy_pairs(
 
 
 def _check_strategy_classes(config: Config, out: Problems) -> None:
-    """Import every strategy class; structure its params when it declares a Params class."""
-    from framework.engine.strategy import load_strategy
+    """Import every strategy and source class; structure a strategy's params when it declares
+    a Params class."""
+    from framework.engine.strategy import load_source, load_strategy
 
+    for i, source in enumerate(config.sources):
+        try:
+            load_source(source.class_)
+        except Exception as exc:
+            out.add(("sources", i, "class"), str(exc) or type(exc).__name__)
     for i, strategy in enumerate(config.strategies):
         if not _CLASS_SPEC.fullmatch(strategy.class_):
             continue  # already reported

@@ -171,3 +171,11 @@ def test_every_hook_of_the_base_class_is_a_row_of_the_table() -> None:
     rows = [row.name for row in HOOKS]
     assert [n for n in vars(Strategy) if n.startswith("on_")] == rows[: rows.index("on_stop") + 1]
     assert "on_tick" in rows  # a plug-in's row (tests.ticks), after the framework's
+
+
+def test_check_names_a_source_class_that_does_not_load() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config(BACKTEST.replace("tests.ticks:TickSource", "tests.ticks:Nope"))
+    assert "sources[0].class: source class 'tests.ticks:Nope': module 'tests.ticks' has no" in str(
+        refused.value
+    )
