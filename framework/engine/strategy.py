@@ -1,4 +1,4 @@
-"""Strategy plugins: the base class users subclass, how they are loaded and wired to the bus.
+"""Plug-ins: the Strategy base class, its hook table and loading, and event sources.
 
 A strategy overrides any of the plain (not async) hooks ``on_start``, ``on_position``,
 ``on_account``, ``on_match``, ``on_order``, ``on_timer`` and ``on_stop``; it acts through
@@ -11,7 +11,8 @@ it, and who gets it), drives :func:`attach`: position pushes and matches reach t
 trading their pair; account pushes reach every strategy; an OrderUpdate or Timer reaches only
 the strategy named in it; a match's ``client_order_id`` is kept only for the strategy that
 owns the order and is None for the others. Hooks a subclass does not override are not
-subscribed. A plug-in adds a hook with one row (:func:`register_hook`).
+subscribed. A plug-in adds a hook with one row (:func:`register_hook`) and, with a
+:class:`Source`, the records that call it: they share the loading of ``module:Class``.
 """
 
 from __future__ import annotations
@@ -285,10 +286,7 @@ def _load(spec: str, kind: str, base: type[Any] | None) -> Any:
             found = sorted(
                 n
                 for n, v in vars(module).items()
-                if base is not None
-                and isinstance(v, type)
-                and issubclass(v, base)
-                and v is not base
+                if isinstance(v, type) and issubclass(v, base or ()) and v is not base
             )
             hint = f"; Strategy subclasses there: {', '.join(found)}" if found else ""
             raise StrategyLoadError(
@@ -423,11 +421,12 @@ def _handler(
         return _named(every, row.name)
 
     def owned(event: Any) -> None:
-        x = event if get is None else get(event)
         if event.strategy == name:  # the owner always hears of its own, others by pair
-            hook(x)
-        elif others is not None and (filtered is None or x.symbol in filtered):
-            hook(others(x))
+            hook(event if get is None else get(event))
+        elif others is not None:
+            x = event if get is None else get(event)
+            if filtered is None or x.symbol in filtered:
+                hook(others(x))
 
     return _named(owned, row.name)
 
