@@ -67,6 +67,7 @@ __all__ = [
     "PollingConfig",
     "RecordingConfig",
     "Secret",
+    "SourceConfig",
     "StrategyConfig",
     "StreamConfig",
     "VenueConfig",
@@ -171,6 +172,15 @@ class StrategyConfig:
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class SourceConfig:
+    """An event source plugged in at the edge: its name, ``class: module:Class`` and params."""
+
+    name: str
+    class_: str
+    params: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class JournalConfig:
     """The SQLite journal; None means in memory (embedded twin) or an error (real venue)."""
 
@@ -213,6 +223,8 @@ class Config:
     stream: StreamConfig = StreamConfig()
     execution: ExecutionSettings = ExecutionSettings()
     strategies: list[StrategyConfig] = attrs.Factory(list)
+    sources: list[SourceConfig] = attrs.Factory(list)
+    """Event sources (framework.engine.strategy.Source), live and in a backtest."""
     journal: JournalConfig = JournalConfig()
     recording: RecordingConfig = RecordingConfig()
     logging: LoggingConfig = LoggingConfig()
@@ -406,9 +418,15 @@ def _check_strategy_pairs(
 
 
 def _check_strategy_classes(config: Config, out: Problems) -> None:
-    """Import every strategy class; structure its params when it declares a Params class."""
-    from framework.engine.strategy import load_strategy
+    """Import every strategy and source class; structure a strategy's params when it declares
+    a Params class."""
+    from framework.engine.strategy import load_source, load_strategy
 
+    for i, source in enumerate(config.sources):
+        try:
+            load_source(source.class_)
+        except Exception as exc:
+            out.add(("sources", i, "class"), str(exc) or type(exc).__name__)
     for i, strategy in enumerate(config.strategies):
         if not _CLASS_SPEC.fullmatch(strategy.class_):
             continue  # already reported

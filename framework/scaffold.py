@@ -1,6 +1,7 @@
 """``perpframe new-strategy NAME``: write a documented strategy skeleton and a config for it.
 
-NAME.py holds a Strategy subclass with every hook stubbed and explained in one line each;
+NAME.py holds a Strategy subclass with every hook of the hook table stubbed and explained in
+one line each;
 NAME.yaml runs it against the embedded venue twin (no credentials), so
 ``perpframe check -c NAME.yaml`` passes and ``perpframe live -c NAME.yaml`` trades play money
 at once. Existing files are never overwritten.
@@ -9,11 +10,14 @@ at once. Existing files are never overwritten.
 from __future__ import annotations
 
 import argparse
+import inspect
 import keyword
 import sys
 from pathlib import Path
 
+import framework
 from framework.cli import program
+from framework.engine.strategy import HOOKS, Strategy
 from framework.output_path import unwritable
 
 __all__ = ["class_name", "main", "render_config", "render_strategy"]
@@ -29,13 +33,7 @@ from typing import Any
 import attrs
 
 from framework import (
-    AccountPush,
-    CancelRejected,
-    MatchRecord,
-    OrderIntent,
-    OrderUpdate,
-    PositionPush,
-    Strategy,
+{imports}
 )
 from framework.config import structure_params
 from framework.engine.strategy import StrategyContext
@@ -59,43 +57,43 @@ class {cls}(Strategy):
         """Build state only: `check` builds the strategy without a venue, so no I/O here."""
         super().__init__(name, context, params, **kwargs)
         self.p = structure_params(self.Params, self.params)
-
-    def on_start(self) -> None:
-        """The node has started (positions and balances synced): schedule timers here."""
-        self.schedule("tick", self.p.every_s)
-
-    def on_timer(self, name: str) -> None:
-        """A timer of this strategy fired; the venue has no market data, so act on time."""
-        if name == "tick" and self.p.trade and self.portfolio.net_quantity(self.p.pair) == 0:
-            # Market order; a limit order sets price=Decimal(...), match_type, lever, position_type.
-            self.submit(OrderIntent(pair=self.p.pair, is_long=True, quantity=self.p.quantity))
-
-    def on_position(self, push: PositionPush) -> None:
-        """A position of a traded pair changed (pushed only when a position changes)."""
-        self.log.info("position %s %s %s", push.symbol, push.direction, push.current_quantity)
-
-    def on_account(self, push: AccountPush) -> None:
-        """A balance of the account changed (pushed only when it changes)."""
-        self.log.info("balance %s available %s", push.symbol, push.available_amount)
-
-    def on_match(self, match: MatchRecord) -> None:
-        """A fill on a traded pair; client_order_id is set only when the order is ours."""
-        if match.client_order_id is not None:
-            self.log.info("filled %s at %s", match.quantity, match.average_price)
-
-    def on_order(self, update: OrderUpdate) -> None:
-        """One of our orders changed status: ACCEPTED, REJECTED (with code), FILLED, UNKNOWN..."""
-        if update.status == "REJECTED":
-            self.log.warning("refused %s: %s %s", update.client_order_id, update.code, update.msg)
-
-    def on_cancel_rejected(self, event: CancelRejected) -> None:
-        """A cancel (self.cancel / self.cancel_all) did not happen; the order keeps its state."""
-        self.log.warning("cancel refused %s: %s %s", event.client_order_id, event.code, event.msg)
-
-    def on_stop(self) -> None:
-        """The node is stopping: last chance to log, submit or cancel (self.cancel_all())."""
-        self.log.info("stopping with position %s", self.portfolio.net_quantity(self.p.pair))
 '''
+
+_BODIES = {
+    "on_start": 'self.schedule("tick", self.p.every_s)',
+    "on_position": 'self.log.info("position %s %s %s", push.symbol, push.direction, '
+    "push.current_quantity)",
+    "on_account": 'self.log.info("balance %s available %s", push.symbol, push.available_amount)',
+    "on_match": "if match.client_order_id is not None:  # None: not known as ours\n"
+    '    self.log.info("filled %s at %s", match.quantity, match.average_price)',
+    "on_order": 'if update.status == "REJECTED":  # or ACCEPTED, FILLED, UNKNOWN...\n'
+    '    self.log.warning("refused %s: %s %s", update.client_order_id, update.code, '
+    "update.msg)",
+    "on_timer": 'if name == "tick" and self.p.trade and '
+    "self.portfolio.net_quantity(self.p.pair) == 0:\n"
+    "    # Market order; a limit order sets price=Decimal(...), match_type, lever, "
+    "position_type.\n"
+    "    self.submit(OrderIntent(pair=self.p.pair, is_long=True, quantity=self.p.quantity))",
+    "on_cancel_rejected": 'self.log.warning("cancel refused %s: %s %s", event.client_order_id, '
+    "event.code, event.msg)",
+    "on_stop": 'self.log.info("stopping with position %s", '
+    "self.portfolio.net_quantity(self.p.pair))",
+}
+"""Each hook's body in the skeleton (its docstring is the base class's); others get pass."""
+
+
+def _stub(name: str) -> tuple[str, set[str]]:
+    """One hook of the skeleton (every row of the hook table has one) and the names it uses."""
+    method = getattr(Strategy, name)
+    doc, body = (inspect.getdoc(method) or "").split("\n")[0], _BODIES.get(name, "pass")
+    params = [
+        p.name if p.annotation is p.empty else f"{p.name}: {p.annotation}"
+        for p in inspect.signature(method).parameters.values()
+    ]
+    lines = "".join(f"\n        {line}" for line in body.splitlines())
+    text = f'\n    def {name}({", ".join(params)}) -> None:\n        """{doc}"""{lines}\n'
+    return text, {str(p.annotation) for p in inspect.signature(method).parameters.values()}
+
 
 _CONFIG = """\
 # {name}: runs {module}.py ({cls}) against the embedded venue twin: no credentials, play money.
@@ -140,8 +138,15 @@ def class_name(name: str) -> str:
 
 
 def render_strategy(name: str) -> str:
-    """The text of NAME.py."""
-    return _STRATEGY.format(cls=class_name(name))
+    """The text of NAME.py: its Params and a stub of every hook of the hook table."""
+    stubs, used = [], {"OrderIntent", "Strategy"}
+    for row in HOOKS:
+        if row.name in vars(Strategy):  # the framework's hooks (a plug-in's are its own)
+            text, names = _stub(row.name)
+            stubs.append(text)
+            used |= {n for n in names if hasattr(framework, n)}
+    imports = "\n".join(f"    {n}," for n in sorted(used))
+    return _STRATEGY.format(cls=class_name(name), imports=imports) + "".join(stubs)
 
 
 def render_config(name: str, pair: str = "ETH-USD") -> str:

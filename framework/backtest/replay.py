@@ -3,8 +3,10 @@
 Recorded lines come from the reader as typed records, a piece of the file per call. A
 WebSocket frame goes through the very path it took live: the venue codec decodes it
 (:func:`framework.venue.codec.decode_frame`, straight from its text) and the push goes to
-the route of its kind (``routes``, :func:`framework.engine.portfolio.push_routes`: the
-portfolio, then the bus, then the strategies' hooks), listened to or not.
+the route of its type (``routes``, the kernel's intake: for the venue's two pushes the
+portfolio, then the bus, then the strategies' hooks), listened to or not; a push of a type a
+plug-in registered goes to its route as well. A configured event source's records
+(:meth:`~framework.engine.strategy.Source.timed`) are fed on the same virtual time.
 
 Recorded match-result pages are decoded as the live poller decodes them and go through its
 paging logic (:class:`framework.engine.matches.MatchCursor`); a new match goes to the
@@ -29,7 +31,7 @@ balances describe the recorded account and are not applied (the paper account's 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -39,10 +41,11 @@ from framework.backtest.scan import PriceFinder
 from framework.backtest.timeline import Timeline
 from framework.engine.clock import VirtualClock
 from framework.engine.matches import MatchCursor, MatchRound
+from framework.engine.strategy import Source
 from framework.recording import LineRecord, RecordingReader
 from framework.venue.codec import decode_frame, decode_match_answer
-from framework.venue.errors import DecodeError
-from framework.venue.models import AccountPush, ChangeType, MatchRecord, PositionPush
+from framework.venue.errors import ConfigError, DecodeError
+from framework.venue.models import AccountPush, ChangeType, MatchRecord, PositionPush, SubscribeAck
 from framework.venue.requests import (
     BALANCE_PATH,
     BATCH_CREATE_PATH,
@@ -91,8 +94,9 @@ class Replayer:
         *,
         clock: VirtualClock,
         timeline: Timeline,
-        routes: tuple[Callable[[PositionPush], None], Callable[[AccountPush], None]],
+        routes: Mapping[type[Any], Callable[[Any], None]],
         on_match: Callable[[MatchRecord], None],
+        sources: Iterable[Source] = (),
         own_positions: Iterable[int] = (),
         own_coins: Iterable[str] = (),
         own_matches: Iterable[int] = (),
@@ -106,6 +110,7 @@ class Replayer:
         self._reread = (reread_ids, reread_age_ms)
         self.timeline = timeline
         self._routes = routes
+        self._sources = tuple(sources)
         self._on_match = on_match
         self.own_positions = frozenset(own_positions)
         self.own_coins = frozenset(own_coins)
@@ -136,6 +141,8 @@ class Replayer:
         stats = self.stats
         bad_before = reader.stats.bad_lines
         self._reader = reader
+        for source in self._sources:  # records on virtual time, until the recording ends
+            self._pace(iter(source.timed(self.clock.ms)))
         lines = 0
         for batch in reader.record_batches():
             lines += len(batch)
@@ -168,7 +175,8 @@ class Replayer:
         timeline = self.timeline
         settle = self.settle
         executor = self._executor
-        route_position, route_account = self._routes
+        routes = self._routes
+        route_position, route_account = routes[PositionPush], routes[AccountPush]
         decode = decode_frame
         new = _NEW
         own_positions = self.own_positions
@@ -176,7 +184,7 @@ class Replayer:
         new_positions = self.prices.new_positions.append
         now = clock.ms
         due = timeline.due_at
-        frames = accounts = positions = superseded = 0
+        frames = accounts = positions = superseded = others = 0
         for record in batch:
             ts = record.ts
             if type(ts) is not int:
@@ -218,17 +226,39 @@ class Replayer:
                         continue
                     accounts += 1
                     route_account(push)
-                else:
+                elif type(push) is SubscribeAck:
                     stats.acks += 1
                     continue
+                else:  # a registered push type: to its route, as the stream hands it over
+                    others += 1
+                    self._intake(push)
             if executor.pending:
                 settle()
                 due = timeline.due_at
         stats.ws_frames += frames
-        stats.pushes_delivered += positions + accounts
+        stats.pushes_delivered += positions + accounts + others
         stats.position_pushes += positions
         stats.account_pushes += accounts
         stats.pushes_superseded += superseded
+
+    def _intake(self, record: object) -> None:
+        """A record to the route of its type (declared by the runtime: Kernel.feeds)."""
+        route = self._routes.get(type(record))
+        if route is None:
+            raise ConfigError(f"replay: no source declared {type(record).__name__} records")
+        route(record)
+
+    def _pace(self, records: Iterator[tuple[int, Any]]) -> None:
+        """Book a source's next record on the timeline; fed (and the next booked) when due."""
+        for ms, record in records:
+
+            def feed() -> None:
+                if not self.finished:
+                    self._intake(record)  # noqa: B023 (the loop ends here)
+                    self._pace(records)
+
+            self.timeline.at(ms, feed)
+            return
 
     # ---- REST answers
 

@@ -45,6 +45,7 @@ from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy
 from framework.engine.venue import Executor
 from framework.recording import RecordingReader
+from framework.venue.codec import push_types
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountBalance
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
@@ -292,11 +293,14 @@ class Backtest:
 
         on_match = kernel.on_match
         supersede = settings.own_activity == "supersede"
+        kernel.feeds("recording", push_types())  # what the replay decodes from its frames
+        kernel.load_sources(config.sources)
         replayer = Replayer(
             clock=clock,
             timeline=timeline,
             routes=kernel.routes,
             on_match=on_match,
+            sources=kernel.sources,
             own_positions=index.own_position_ids if supersede else (),
             own_coins={coins.get(p) or p for p in index.own_pairs} if supersede else (),
             own_matches=index.own_match_ids if supersede else (),

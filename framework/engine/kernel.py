@@ -12,7 +12,8 @@ strategies; a :class:`~framework.config.Config` has them) and runs the one lifec
     #   the executor builds the engine with its own wake as on_ready: wired at construction
     kernel.load_strategies(schedule=...)            # context, strategies, dispatch
     for step in kernel.starting(): ...              # Snapshot; then Started, recovery
-    ... edges feed kernel.intake (pushes) and kernel.on_match (match polls) ...
+    kernel.feeds("stream", types) / add_source(s)   # each record type to its consumer
+    ... edges feed kernel.intake (records) and kernel.on_match (match polls) ...
     for step in kernel.stopping_steps(reason): ...  # Settle; Stopping, cancel on stop;
                                                     # Settle; close; Drain
 
@@ -28,14 +29,17 @@ start: ``start`` publishes Started and, while it is dispatched, calls each strat
 on_start itself; one that raises is logged in one line (``strategy s: on_start raised
 RuntimeError: boom``, the traceback only at DEBUG), stopped and left out of ``started``.
 What on_start publishes (an order refused at once...) is dispatched after every on_start. Event sources are plug-ins at the edges: they
-hand decoded records to ``intake`` or ``on_match``; nothing else in the house changes for a
-new one. Pure: no I/O, no clock of its own.
+declare the record types they feed (``feeds``, or ``add_source`` for a configured
+:class:`~framework.engine.strategy.Source`) and hand decoded records to ``intake``, which
+routes each type to its consumer (``routes``: the portfolio takes the two pushes, the engine
+matches, the bus the event of a hook-table row); a type nothing takes is refused when it is
+declared. Nothing else in the house changes for a new one. Pure: no I/O, no clock of its own.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -49,11 +53,19 @@ from framework.engine.execution import ExecutionEngine
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderIntent
 from framework.engine.journaling import JournalProtocol
-from framework.engine.portfolio import Portfolio, frame_router, push_routes
+from framework.engine.portfolio import Portfolio, push_routes
 from framework.engine.raised import raised
-from framework.engine.strategy import BasicContext, Strategy, attach, load_strategy
+from framework.engine.strategy import (
+    BasicContext,
+    Source,
+    Strategy,
+    attach,
+    hook_takes,
+    load_source,
+    load_strategy,
+)
 from framework.venue.errors import ConfigError
-from framework.venue.models import AccountPush, MatchRecord, PositionPush
+from framework.venue.models import MatchRecord
 from framework.venue.rules import PairRules
 
 __all__ = [
@@ -80,9 +92,8 @@ StrategyStopped = Callable[[str, str], None]
 """Called with (strategy name, why) when a strategy is stopped for failing."""
 
 
-class StrategySpec(Protocol):
-    """One strategy to build: its unique name, ``module:Class``, free params and the pairs it
-    trades (None: from its params, else every pair)."""
+class SourceSpec(Protocol):
+    """One event source to build: its unique name, ``module:Class`` and free params."""
 
     @property
     def name(self) -> str: ...
@@ -92,6 +103,11 @@ class StrategySpec(Protocol):
 
     @property
     def params(self) -> dict[str, Any]: ...
+
+
+class StrategySpec(SourceSpec, Protocol):
+    """One strategy to build: a source's three and the pairs it trades (None: from its
+    params, else every pair)."""
 
     @property
     def pairs(self) -> list[str] | None: ...
@@ -141,11 +157,13 @@ class Kernel:
         self.clock = clock
         self.bus = Bus()
         self.portfolio = Portfolio()
-        self.routes = push_routes(self.portfolio, self.bus.publish)
-        """(position intake, account intake): intake's two halves, for a caller that knows
-        a push's kind (the replay)."""
-        self.intake: Callable[[PositionPush | AccountPush], None] = frame_router(self.routes)
-        """The one frame intake: a decoded push applied to the portfolio, then published."""
+        self.routes: dict[type[Any], Callable[[Any], None]] = {
+            **push_routes(self.portfolio, self.bus.publish),
+            MatchRecord: self.on_match,
+        }
+        """The intake's routes, record type -> its consumer (see feeds)."""
+        self.sources: list[Source] = []
+        """The event sources plugged in (add_source); the runtime runs them."""
         self.strategies: list[Strategy] = []
         self.started: list[str] = []
         """Names of the strategies whose on_start returned (filled by start)."""
@@ -244,6 +262,38 @@ class Kernel:
     def all_stopped(self) -> bool:
         """True when there are strategies and every one of them was stopped for failing."""
         return bool(self.strategies) and all(self.bus.is_stopped(s.name) for s in self.strategies)
+
+    def intake(self, record: object) -> None:
+        """The one record intake: a decoded record to the consumer of its type."""
+        route = self.routes.get(type(record))
+        if route is None:
+            raise TypeError(f"intake: no source declared {type(record).__name__} (Kernel.feeds)")
+        route(record)
+
+    def feeds(self, source: str, records: Iterable[type[Any]]) -> None:
+        """Declare that source feeds records of these types, each to its route.
+
+        A type with no route of its own whose event a hook-table row takes is published on
+        the bus (its hook's strategies get it); any other is a ConfigError naming it.
+        """
+        for cls in records:
+            if cls not in self.routes:
+                if not hook_takes(cls):
+                    raise ConfigError(
+                        f"source {source}: nothing takes its {cls.__name__} records "
+                        "(no intake route, no strategy hook)"
+                    )
+                self.routes[cls] = self.bus.publish
+
+    def add_source(self, source: Source) -> None:
+        """Plug an event source in: its record types declared (feeds), then kept in sources."""
+        self.feeds(source.name, source.records)
+        self.sources.append(source)
+
+    def load_sources(self, specs: Iterable[SourceSpec]) -> None:
+        """Build each configured source (its class called with name and params), plug it in."""
+        for spec in specs:
+            self.add_source(load_source(spec.class_)(spec.name, spec.params))
 
     def on_match(self, match: MatchRecord) -> None:
         """The one match intake: linked by the engine, then published (or held by it)."""

@@ -10,8 +10,9 @@ Positions carry no version: a push replaces what is known of its position and a 
 replaces a pair's positions wholesale. (Duplicate deliveries of a position push are dropped by
 the stream, which can tell them apart from a repeat that follows a lost push.)
 
-:func:`push_router` is what a stream's ``on_frame`` is: it applies a push here and publishes
-the event only when the push was not dropped, so strategies never see a balance go back.
+:func:`push_routes` is what the portfolio registers with the kernel's intake, one route per
+push type: it applies a push here and publishes the event only when the push was not
+dropped, so strategies never see a balance go back.
 
 The portfolio keeps the pushed record itself as what it knows (no copy per push): a read
 turns it into a :class:`PositionState` or :class:`Balance` the first time it is asked for.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -39,7 +40,6 @@ __all__ = [
     "Balance",
     "Portfolio",
     "PositionState",
-    "frame_router",
     "push_router",
     "push_routes",
 ]
@@ -308,11 +308,10 @@ def _view(
 
 def push_routes(
     portfolio: Portfolio, publish: Callable[[Event], None]
-) -> tuple[Callable[[PositionPush], None], Callable[[AccountPush], None]]:
-    """The intake of each kind of push: apply it to portfolio, publish it unless it was dropped.
+) -> dict[type[Any], Callable[[Any], None]]:
+    """The intake's routes of the two pushes: apply one to portfolio, publish it unless dropped.
 
-    For a caller that knows a push's kind already (a replay); :func:`push_router` is the
-    intake of a push of either kind.
+    What the portfolio registers with the kernel's intake (record type -> its consumer).
     """
     apply_position = portfolio.apply_position_push
     apply_account = portfolio.apply_account_push
@@ -325,26 +324,16 @@ def push_routes(
         if apply_account(push):
             publish(push)
 
-    return on_position, on_account
-
-
-def frame_router(
-    routes: tuple[Callable[[PositionPush], None], Callable[[AccountPush], None]],
-) -> Callable[[PositionPush | AccountPush], None]:
-    """A stream's on_frame over push_routes: each push to the route of its kind."""
-    on_position, on_account = routes
-
-    def on_frame(push: PositionPush | AccountPush) -> None:
-        if type(push) is PositionPush:
-            on_position(push)
-        else:
-            on_account(push)  # type: ignore[arg-type]
-
-    return on_frame
+    return {PositionPush: on_position, AccountPush: on_account}
 
 
 def push_router(
     portfolio: Portfolio, publish: Callable[[Event], None]
 ) -> Callable[[PositionPush | AccountPush], None]:
     """A stream's on_frame: apply each push to portfolio, publish it unless it was dropped."""
-    return frame_router(push_routes(portfolio, publish))
+    routes = push_routes(portfolio, publish)
+
+    def on_frame(push: PositionPush | AccountPush) -> None:
+        routes[type(push)](push)
+
+    return on_frame

@@ -1,4 +1,4 @@
-"""Strategy plugins: the base class users subclass, how they are loaded and wired to the bus.
+"""Plug-ins: the Strategy base class, its hook table and loading, and event sources.
 
 A strategy overrides any of the plain (not async) hooks ``on_start``, ``on_position``,
 ``on_account``, ``on_match``, ``on_order``, ``on_timer`` and ``on_stop``; it acts through
@@ -6,10 +6,13 @@ A strategy overrides any of the plain (not async) hooks ``on_start``, ``on_posit
 touches outside itself goes through a :class:`StrategyContext` the runtime provides (live
 node or backtest), so the same class runs in both.
 
-Dispatch rule (:func:`attach`): position pushes and matches reach the strategies trading
-their pair; account pushes reach every strategy; an OrderUpdate or Timer reaches only the
-strategy named in it; a match's ``client_order_id`` is kept only for the strategy that owns
-the order and is None for the others. Hooks a subclass does not override are not subscribed.
+Dispatch rule: one table, :data:`HOOKS`, a row per hook (its name, the bus event that calls
+it, and who gets it), drives :func:`attach`: position pushes and matches reach the strategies
+trading their pair; account pushes reach every strategy; an OrderUpdate or Timer reaches only
+the strategy named in it; a match's ``client_order_id`` is kept only for the strategy that
+owns the order and is None for the others. Hooks a subclass does not override are not
+subscribed. A plug-in adds a hook with one row (:func:`register_hook`) and, with a
+:class:`Source`, the records that call it: they share the loading of ``module:Class``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -40,13 +44,19 @@ from framework.venue.errors import ConfigError
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 
 __all__ = [
+    "HOOKS",
     "BasicContext",
+    "Hook",
     "OrderDesk",
+    "Source",
     "Strategy",
     "StrategyContext",
     "StrategyLoadError",
     "attach",
+    "hook_takes",
+    "load_source",
     "load_strategy",
+    "register_hook",
 ]
 
 
@@ -236,24 +246,36 @@ def _pairs_from_params(params: Mapping[str, Any]) -> frozenset[str] | None:
 
 def load_strategy(spec: str) -> type[Strategy]:
     """The Strategy subclass named by 'package.module:ClassName', or a StrategyLoadError."""
+    cls: type[Strategy] = _load(spec, "strategy", Strategy)
+    return cls
+
+
+def load_source(spec: str) -> Callable[[str, Mapping[str, Any]], Source]:
+    """The event source class named by 'package.module:ClassName', or a StrategyLoadError."""
+    cls: Callable[[str, Mapping[str, Any]], Source] = _load(spec, "source", None)
+    return cls
+
+
+def _load(spec: str, kind: str, base: type[Any] | None) -> Any:
+    """The class spec names (a subclass of base, when given), or a StrategyLoadError."""
     module_name, sep, class_name = spec.partition(":")
     if not sep or not module_name or not class_name:
-        raise StrategyLoadError(f"strategy class {spec!r}: expected the form 'module:ClassName'")
+        raise StrategyLoadError(f"{kind} class {spec!r}: expected the form 'module:ClassName'")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         missing = exc.name or module_name
         if module_name == missing or module_name.startswith(missing + "."):
             raise StrategyLoadError(
-                f"strategy class {spec!r}: module {module_name!r} not found (the commands "
+                f"{kind} class {spec!r}: module {module_name!r} not found (the commands "
                 "look among installed packages, in the working directory and beside the config)"
             ) from None
         raise StrategyLoadError(
-            f"strategy class {spec!r}: module {module_name!r} failed to import: {exc}"
+            f"{kind} class {spec!r}: module {module_name!r} failed to import: {exc}"
         ) from exc
     except Exception as exc:
         raise StrategyLoadError(
-            f"strategy class {spec!r}: module {module_name!r} failed to import: "
+            f"{kind} class {spec!r}: module {module_name!r} failed to import: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
     obj: Any = module
@@ -264,104 +286,155 @@ def load_strategy(spec: str) -> type[Strategy]:
             found = sorted(
                 n
                 for n, v in vars(module).items()
-                if isinstance(v, type) and issubclass(v, Strategy) and v is not Strategy
+                if isinstance(v, type) and issubclass(v, base or ()) and v is not base
             )
             hint = f"; Strategy subclasses there: {', '.join(found)}" if found else ""
             raise StrategyLoadError(
-                f"strategy class {spec!r}: module {module_name!r} has no {class_name!r}{hint}"
+                f"{kind} class {spec!r}: module {module_name!r} has no {class_name!r}{hint}"
             ) from None
-    if not isinstance(obj, type) or not issubclass(obj, Strategy):
+    if not isinstance(obj, type) or (base is not None and not issubclass(obj, base)):
         what = f"class {obj.__name__}" if isinstance(obj, type) else type(obj).__name__
-        raise StrategyLoadError(
-            f"strategy class {spec!r}: {what} is not a subclass of framework.Strategy"
-        )
+        wanted = "a class" if base is None else "a subclass of framework.Strategy"
+        raise StrategyLoadError(f"{kind} class {spec!r}: {what} is not {wanted}")
     return obj
 
 
-def _overrides(strategy: Strategy, hook: str) -> bool:
-    return getattr(type(strategy), hook) is not getattr(Strategy, hook)
+class Source(Protocol):
+    """An event source plugged in at the edge (config ``sources:``): built as cls(name, params).
+
+    It declares the record types it feeds (:attr:`records`); the kernel routes each to its
+    consumer (the portfolio for the venue's pushes; the bus, hence the strategies, for the
+    event of a hook-table row) and refuses one nothing takes when the source is added.
+    """
+
+    name: str
+    records: tuple[type[Any], ...]
+    """The record types it feeds the intake."""
+
+    async def run(self, feed: Callable[[Any], None]) -> None:
+        """Live: feed records as they come, until cancelled (a task of the node)."""
+
+    def timed(self, start_ms: int) -> Iterable[tuple[int, Any]]:
+        """Backtest: (virtual ms, record) in time order from start_ms, fed as time gets there."""
+        ...
+
+
+@attrs.frozen
+class Hook:
+    """One row of the hook table: a strategy hook, the bus event that calls it, who gets it."""
+
+    name: str
+    event: type[Any]
+    owner: bool = False
+    """True: only the strategy the event names (``event.strategy``) gets it, others see
+    ``others(argument)`` when others is set; False: every strategy gets it."""
+    by_pair: bool = False
+    """The pairs filter: a strategy trading some pairs gets it when the argument's ``symbol``
+    is one of them (never applied to the owner)."""
+    arg: str | None = ""
+    """What the hook is called with: the event (""), its attribute of that name, or nothing."""
+    others: Callable[[Any], Any] | None = None
+    """Owner rows: what a strategy that is not the owner gets instead (None: nothing)."""
+
+
+def _not_owned(match: MatchRecord) -> MatchRecord:
+    """A match as a strategy that does not own it sees it: no client id, no candidates."""
+    if match.client_order_id is None and not match.candidates:
+        return match
+    return msgspec.structs.replace(match, client_order_id=None, candidates=())
+
+
+HOOKS: list[Hook] = [
+    Hook("on_start", Started, arg=None),
+    Hook("on_position", PositionPush, by_pair=True),
+    Hook("on_account", AccountPush),
+    Hook("on_match", MatchFilled, owner=True, by_pair=True, arg="match", others=_not_owned),
+    Hook("on_order", OrderUpdate, owner=True),
+    Hook("on_timer", Timer, owner=True, arg="name"),
+    Hook("on_cancel_rejected", CancelRejected, owner=True),
+    Hook("on_stop", Stopping, arg=None),
+]
+"""The hook table: it drives :func:`attach`, the README's hook list and the scaffold."""
+
+
+def register_hook(row: Hook) -> Hook:
+    """Add a row to the hook table (a plug-in's hook); a name it has already must be that row."""
+    known = next((h for h in HOOKS if h.name == row.name), None)
+    if known is None:
+        HOOKS.append(row)
+    elif known != row:
+        raise ValueError(f"hook {row.name}: already in the table as {known}")
+    return row
+
+
+def hook_takes(event_type: type[Any]) -> bool:
+    """True when a row of the hook table is called by events of event_type."""
+    return any(h.event is event_type for h in HOOKS)
 
 
 def attach(bus: Bus, strategy: Strategy) -> None:
-    """Subscribe strategy's overridden hooks to bus under its name, with the dispatch rule."""
+    """Subscribe strategy's hooks to bus under its name, each by its row of the hook table.
+
+    A hook is subscribed when the strategy's class defines it other than the base class
+    does (a plug-in's hook the base lacks: when the class defines it at all).
+    """
     name = strategy.name
-    pairs = strategy.pairs
 
     def stopped(owner: str, exc: BaseException) -> None:
         if owner == name:
             strategy.stopped = True
 
     bus.on_owner_stopped(stopped)
+    cls = type(strategy)
+    for row in list(HOOKS):
+        method = getattr(cls, row.name, None)
+        if method is not None and method is not getattr(Strategy, row.name, None):
+            handler = _handler(row, getattr(strategy, row.name), name, strategy.pairs)
+            bus.subscribe(row.event, handler, owner=name)
 
-    if _overrides(strategy, "on_start"):
-        on_start = strategy.on_start
-        bus.subscribe(Started, _hook(lambda e: on_start(), "on_start"), owner=name)
 
-    if _overrides(strategy, "on_position"):
-        on_position = strategy.on_position
-        if pairs is None:  # the hook itself: a push is its own event
-            bus.subscribe(PositionPush, on_position, owner=name)
-        else:
+def _handler(
+    row: Hook, method: Callable[..., None], name: str, pairs: frozenset[str] | None
+) -> Callable[[Any], None]:
+    """The bus handler of one strategy's hook, by its row; named after the hook."""
+    filtered = pairs if row.by_pair else None
+    if not row.owner and row.arg == "":  # the hot path: a push is its own event
+        if filtered is None:
+            return method  # the hook itself
+        some = filtered
 
-            def position_some(push: PositionPush) -> None:
-                if push.symbol in pairs:
-                    on_position(push)
+        def by_pair(event: Any) -> None:
+            if event.symbol in some:
+                method(event)
 
-            bus.subscribe(PositionPush, _hook(position_some, "on_position"), owner=name)
+        return _named(by_pair, row.name)
+    hook: Callable[[Any], None] = method if row.arg is not None else (lambda _: method())
+    get = attrgetter(row.arg) if row.arg else None
+    others = row.others
+    if not row.owner:
 
-    if _overrides(strategy, "on_account"):
-        bus.subscribe(AccountPush, strategy.on_account, owner=name)
+        def every(event: Any) -> None:
+            x = event if get is None else get(event)
+            if filtered is None or x.symbol in filtered:
+                hook(x)
 
-    if _overrides(strategy, "on_match"):
-        on_match = strategy.on_match
+        return _named(every, row.name)
 
-        def match(e: MatchFilled) -> None:
-            record = e.match
-            if e.strategy != name:  # the owner always hears of its fills, others by pair
-                if pairs is not None and record.symbol not in pairs:
-                    return
-                if record.client_order_id is not None or record.candidates:
-                    record = msgspec.structs.replace(record, client_order_id=None, candidates=())
-            on_match(record)
+    def owned(event: Any) -> None:
+        if event.strategy == name:  # the owner always hears of its own, others by pair
+            hook(event if get is None else get(event))
+        elif others is not None:
+            x = event if get is None else get(event)
+            if filtered is None or x.symbol in filtered:
+                hook(others(x))
 
-        bus.subscribe(MatchFilled, _hook(match, "on_match"), owner=name)
-
-    if _overrides(strategy, "on_order"):
-        on_order = strategy.on_order
-
-        def order(e: OrderUpdate) -> None:
-            if e.strategy == name:
-                on_order(e)
-
-        bus.subscribe(OrderUpdate, _hook(order, "on_order"), owner=name)
-
-    if _overrides(strategy, "on_cancel_rejected"):
-        on_cancel_rejected = strategy.on_cancel_rejected
-
-        def cancel_rejected(e: CancelRejected) -> None:
-            if e.strategy == name:
-                on_cancel_rejected(e)
-
-        bus.subscribe(CancelRejected, _hook(cancel_rejected, "on_cancel_rejected"), owner=name)
-
-    if _overrides(strategy, "on_timer"):
-        on_timer = strategy.on_timer
-
-        def timer(e: Timer) -> None:
-            if e.strategy == name:
-                on_timer(e.name)
-
-        bus.subscribe(Timer, _hook(timer, "on_timer"), owner=name)
-
-    if _overrides(strategy, "on_stop"):
-        on_stop = strategy.on_stop
-        bus.subscribe(Stopping, _hook(lambda e: on_stop(), "on_stop"), owner=name)
+    return _named(owned, row.name)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _hook(handler: _F, hook: str) -> _F:
+def _named(handler: _F, hook: str) -> _F:
     """Name a dispatch closure after the hook it calls, so a failure log names the hook."""
     handler.__qualname__ = handler.__name__ = hook
     return handler

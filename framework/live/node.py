@@ -8,15 +8,13 @@ executor and metrics tasks. The stream runs the resync (REST snapshots and a mat
 after every (re)subscribe.
 
 Stop, on SIGINT/SIGTERM, the duration or :meth:`Node.request_stop` (a graceful stop never
-makes an order of unknown outcome): timers and polls stop; queued and in-flight batches are
-sent and answered and a last match poll delivers late fills (what strategies submit in
-reaction is sent too); ``Stopping`` is published (on_stop sees every update so far and may
-still submit, and the same settling follows); then the engine closes, refusing anything
-still queued and every later submit with code 9013 (never sent). All within
-``execution.drain_timeout_s``; then the tasks are cancelled and the journal is closed. A
-second signal (``Node.interrupted``) skips the waiting: what is in flight then is UNKNOWN,
-and a warning says what was skipped. Signals are watched from before the strategies start until
-``run`` returns, so a signal during the stop never kills the process.
+makes an order of unknown outcome): timers and polls stop, then the kernel's stop steps run
+on the wall clock (:meth:`Kernel.stopping_steps`: in-flight batches answered and a last match
+poll, ``Stopping``, ``execution.cancel_on_stop``, the same settling, the engine closed with
+9013 for what is still queued), all within ``execution.drain_timeout_s``; then the tasks are
+cancelled and the journal is closed. A second signal (``Node.interrupted``) skips the
+waiting: what is in flight then is UNKNOWN, and a warning says what was skipped. Signals are
+watched from before the strategies start until ``run`` returns.
 
 A strategy whose on_start raises is stopped (the kernel logs it in one line) and left out of
 the ``strategies started`` line. When every strategy has been stopped for failing and
@@ -52,7 +50,7 @@ from framework.engine.events import ConnectionChanged, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
 from framework.engine.kernel import Kernel, Settle, Snapshot
-from framework.engine.strategy import Strategy
+from framework.engine.strategy import Source, Strategy
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor
 from framework.live.journal import Journal
@@ -67,8 +65,9 @@ from framework.live.trading import TradingState
 from framework.live.venue_jobs import OpenOrderCheck, PositionRefresh
 from framework.live.wallclock import WallClock
 from framework.output_path import unwritable
+from framework.venue.codec import push_types
 from framework.venue.errors import ConfigError, FrameworkError
-from framework.venue.models import AccountPush, MatchRecord, PositionPush
+from framework.venue.models import MatchRecord
 from framework.venue.signing import make_signer
 
 __all__ = ["SUMMARY_KEYS", "FatalError", "Node"]
@@ -334,7 +333,9 @@ class Node:
         self.trading.follow(self.bus, self.portfolio, self.engine.status)
         try:
             self.kernel.load_strategies(schedule=self._schedule, submit=self._submit)
-        except ConfigError as exc:  # a strategy that cannot be built: one line, no traceback
+            self.kernel.feeds("stream", push_types())  # every push type the stream decodes
+            self.kernel.load_sources(config.sources)  # run as tasks (_start_tasks)
+        except ConfigError as exc:  # a strategy or source that cannot be built: one line
             raise FatalError(str(exc)) from None
         for spec in config.strategies:
             log.info("strategy loaded", extra={"strategy": spec.name, "class": spec.class_})
@@ -423,9 +424,18 @@ class Node:
         self._check_all_stopped()
         tg.start_soon(self.executor.run)
         if not self._stop.is_set():  # every strategy failed at on_start: no stream to open
+            for source in self.kernel.sources:
+                tg.start_soon(self._run_source, source)
             tg.start_soon(self.stream.run)
             log.info("stream starting", extra={"ws_url": self.stream.ws_url})
         self.started.set()
+
+    async def _run_source(self, source: Source) -> None:
+        """Run an event source feeding the intake; its failure is logged, the node goes on."""
+        try:
+            await source.run(self.kernel.intake)
+        except Exception:
+            log.exception("source %s failed; it feeds nothing more", source.name)
 
     def _stop_scheduler(self) -> None:
         if self.poller is not None:
@@ -519,11 +529,11 @@ class Node:
 
     # -------------------------------------------------------------------------- callbacks
 
-    def _on_frame_handler(self) -> Callable[[PositionPush | AccountPush], None]:
+    def _on_frame_handler(self) -> Callable[[object], None]:
         route = self.kernel.intake
         tallies = self.tallies
 
-        def on_frame(frame: PositionPush | AccountPush) -> None:
+        def on_frame(frame: object) -> None:
             tallies.pushes += 1
             self._timed("push", route, frame)
 

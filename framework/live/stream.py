@@ -4,7 +4,9 @@ One session: connect, send one signed subscribe per pair (api_position) and per 
 coin (api_account), each with a fresh timestamp, and wait for every acknowledgement (an ack
 with success false, or none within ``ack_timeout_s``, fails the session). Then the resync
 coroutine runs (REST snapshots and an immediate match poll, see :class:`RestResync`) while
-pushes keep flowing to ``on_frame``, each decoded once with the venue codec.
+pushes keep flowing to ``on_frame``, each decoded once with the venue codec: every push it
+decodes, of the venue's two types or a registered one
+(:func:`framework.venue.codec.push_types`), is handed over.
 
 Keepalive is the WebSocket protocol's own: a ping every ``ping_interval_s``; a connection that
 leaves a ping unanswered for ``silence_timeout_s`` counts as dead. Any failure or disconnect
@@ -43,7 +45,6 @@ from framework.engine.venue import Venue
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import ConfigError, DecodeError, TransportError
 from framework.venue.models import (
-    AccountPush,
     Position,
     PositionPush,
     SubscribeAck,
@@ -69,7 +70,7 @@ _LOG_FIRST: Final = 20  # bad frames logged one by one; after that one line per 
 _LOG_EVERY: Final = 1000
 _MAX_POSITION_PAGES: Final = 50
 
-FrameCallback = Callable[[PositionPush | AccountPush], None]
+FrameCallback = Callable[[object], None]
 StateCallback = Callable[[str, str], None]
 
 
@@ -327,7 +328,7 @@ class StreamClient:
 
     # ---- frames
 
-    def _decode(self, message: str | bytes) -> PositionPush | AccountPush | SubscribeAck | None:
+    def _decode(self, message: str | bytes) -> object:
         stats = self.stats
         stats.frames += 1
         if self._on_raw is not None:
@@ -351,7 +352,7 @@ class StreamClient:
                 self._log_bad(f"malformed frame ({exc})", message, stats.malformed)
             return None
 
-    def _deliver(self, push: PositionPush | AccountPush) -> None:
+    def _deliver(self, push: object) -> None:
         self.stats.pushes += 1
         if type(push) is PositionPush and not self.protocol.fresh(push):
             self.stats.duplicates += 1

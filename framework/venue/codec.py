@@ -2,7 +2,8 @@
 
 Records (:mod:`framework.venue.models`) are decoded straight from the bytes the venue sent
 (:func:`decode_frame`, :func:`decode_json`) or from an object already parsed
-(:func:`decode`). Anything that does not fit raises :class:`DecodeError` naming the record
+(:func:`decode`). The push types are the venue's two and any a plug-in registers
+(:func:`register_push`): a frame of each decodes to its record. Anything that does not fit raises :class:`DecodeError` naming the record
 and the wire field, with msgspec's reason and path (``Expected `str`, got `int` - at
 `$.data.symbol```). Two SPEC quirks are read here: a batch answer's client id comes as
 cOrderId or corderId, and an envelope's sid as a string or a number. Encoding gives the wire
@@ -40,11 +41,13 @@ __all__ = [
     "encode",
     "encode_orders",
     "plain_decimal",
+    "push_types",
+    "register_push",
 ]
 
 R = TypeVar("R")
-Frame = m.PositionPush | m.AccountPush | m.SubscribeAck
-"""What a WebSocket frame decodes to."""
+Frame = object
+"""What a WebSocket frame decodes to: a push (of a type of :func:`push_types`) or a SubscribeAck."""
 
 
 def plain_decimal(value: Decimal) -> str:
@@ -108,7 +111,11 @@ class _EnvelopeWire(msgspec.Struct, frozen=True, gc=False):
     sid: str | int | None = None
 
 
-_PUSH_EVENTS: Final = {"api_position": "PositionPush", "api_account": "AccountPush"}
+_PUSH_TYPES: Final[dict[str, type[Any]]] = {
+    "api_position": m.PositionPush,
+    "api_account": m.AccountPush,
+}
+_REGISTERED: Final[dict[str, Callable[[Any], Any]]] = {}  # event -> its frame's data decoder
 _Push = _PositionFrame | _AccountFrame
 _decode_push: Final = msgspec.json.Decoder(_Push).decode
 _decode_event: Final = msgspec.json.Decoder(_EventOnly).decode
@@ -162,15 +169,44 @@ def decode_frame(data: bytes | str | dict[str, Any]) -> Frame:
     return _not_a_push(data, failure)  # outside the handler: no chained context
 
 
+def register_push(event: str, record: type[Any]) -> None:
+    """Decode frames of event as pushes of record, their data object (a plug-in's push type).
+
+    Its frames then reach the intake from the stream and, recorded, from the replay.
+    """
+    known = _PUSH_TYPES.get(event)
+    if known is not None and known is not record:
+        raise ValueError(f"push event {event!r} decodes to {known.__name__} already")
+    frame = msgspec.defstruct(f"_{record.__name__}Frame", [("data", record)], frozen=True)
+    decoder = msgspec.json.Decoder(frame).decode
+
+    def decode_data(data: Any) -> Any:
+        decoded: Any = msgspec.convert(data, frame) if type(data) is dict else decoder(data)
+        return decoded.data
+
+    _REGISTERED[event], _PUSH_TYPES[event] = decode_data, record
+
+
+def push_types() -> tuple[type[Any], ...]:
+    """The record types push frames decode to: the venue's two, then registered ones."""
+    return tuple(_PUSH_TYPES.values())
+
+
 def _not_a_push(data: bytes | str | dict[str, Any], failure: msgspec.ValidationError) -> Frame:
-    """An acknowledgement, or the DecodeError of a frame the push decoder refused."""
+    """A registered push, an acknowledgement, or the DecodeError of a frame that is neither."""
     try:
         event = data.get("event") if isinstance(data, dict) else _decode_event(data).event
     except msgspec.MsgspecError as exc:
         raise DecodeError("frame", None, str(exc)) from None
-    name = _PUSH_EVENTS.get(event) if type(event) is str else None
-    if name is not None:
-        raise _wrap(failure, name, frame=True) from None
+    record = _PUSH_TYPES.get(event) if type(event) is str else None
+    if record is not None:
+        registered = _REGISTERED.get(str(event))
+        if registered is None:  # the venue's own push that its decoder refused
+            raise _wrap(failure, record.__name__, frame=True) from None
+        try:
+            return registered(data)
+        except msgspec.MsgspecError as exc:
+            raise _wrap(exc, record.__name__, frame=True) from None
     if type(event) is str and event.endswith("_res"):
         try:
             if type(data) is dict:

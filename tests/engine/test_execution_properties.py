@@ -259,11 +259,17 @@ def test_every_intent_ends_in_exactly_one_terminal_state(
     linked, external = counters["matches_linked"], counters["matches_external"]
     assert linked + external + counters["matches_ambiguous"] == w.match_count
     strategy_of = {c: s for s, ids in w.submitted.items() for c in ids}
+    quantity_of = {u.client_order_id: u.intent.quantity for u in h.updates()}
     for event in delivered.values():
-        if event.candidates:  # counted for a doubt group: named for no intent, not external
+        if event.candidates:  # named for no intent, not external
             assert event.match.client_order_id is None and not event.external
-            assert all(S.AMBIGUOUS in w.statuses(c) for c in event.candidates)
             assert event.strategy in {strategy_of[c] for c in event.candidates} | {None}
+            quantities = {quantity_of[c] for c in event.candidates}
+            if quantities == {event.match.quantity}:  # counted for a doubt group
+                assert all(S.AMBIGUOUS in w.statuses(c) for c in event.candidates)
+            else:  # perhaps a part of a larger one: evidence for none, each stays in doubt
+                assert all(S.UNKNOWN in w.statuses(c) for c in event.candidates)
+                assert any(quantity_of[c] > event.match.quantity for c in event.candidates)
             continue
         assert event.external == (event.match.client_order_id is None)
         assert event.strategy == strategy_of.get(event.match.client_order_id or "")
