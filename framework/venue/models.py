@@ -13,6 +13,7 @@ collector does not track them (``gc=False``); they are frozen: change one with
 from __future__ import annotations
 
 import enum
+import typing
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -70,9 +71,21 @@ class Direction(enum.StrEnum):
     SHORT = "SHORT"
 
 
-def _refuse_non_finite(record: msgspec.Struct, values: tuple[Decimal | None, ...]) -> None:
+_DECIMALS: dict[type, tuple[str, ...]] = {}
+"""Record class -> the names of its decimal fields, found once from the class's own fields."""
+
+
+def _refuse_non_finite(record: msgspec.Struct) -> None:
     """Raise ValueError naming the first decimal field that is not finite (NaN, Infinity)."""
-    for value in values:
+    names = _DECIMALS.get(type(record))
+    if names is None:
+        names = _DECIMALS[type(record)] = tuple(
+            f.name
+            for f in msgspec.structs.fields(record)
+            if f.type is Decimal or Decimal in typing.get_args(f.type)
+        )
+    for name in names:
+        value = getattr(record, name)
         if value is not None and not value.is_finite():
             _name_non_finite(record)
 
@@ -168,25 +181,7 @@ class Position(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=Fal
     settle_coin_icon: str | None = None
 
     def __post_init__(self) -> None:
-        _refuse_non_finite(
-            self,
-            (
-                self.opening_price,
-                self.quantity,
-                self.closing_quantity,
-                self.remaining_close_quantity,
-                self.amount,
-                self.margin_call_amount,
-                self.tariff_amount,
-                self.margin_amount,
-                self.restrict_price,
-                self.unrealized_pnl,
-                self.realized_pnl,
-                self.profit_price,
-                self.loss_price,
-                self.face_multiplier,
-            ),
-        )
+        _refuse_non_finite(self)
         created, delivery = self.create_time, self.delivery_time
         if created is not None and created.tzinfo is None:
             force_setattr(self, "create_time", _aware(created))
@@ -204,13 +199,7 @@ class AccountBalance(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     frozen_amount: Decimal | None = None
 
     def __post_init__(self) -> None:
-        _refuse_non_finite(
-            self,
-            (
-                self.available_amount,
-                self.frozen_amount,
-            ),
-        )
+        _refuse_non_finite(self)
 
 
 class MatchRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
