@@ -43,13 +43,16 @@ from framework.sim.events import (
     BalanceChanged,
     Event,
     account_push,
+    balance_record,
     match_record,
+    order_record,
     position_push,
+    position_record,
 )
 from framework.sim.exchange import CANCEL_MESSAGES, Exchange
 from framework.sim.history import OrderRecord as SimOrder
 from framework.sim.state import ExchangeSettings, FeeSettings, PairSettings
-from framework.venue.errors import ExtensionUnavailable, error_for, render_message
+from framework.venue.errors import ORDER_NOT_FOUND, error_for, order_error_for, render_message
 from framework.venue.models import (
     AccountBalance,
     AccountPush,
@@ -59,13 +62,14 @@ from framework.venue.models import (
     Position,
     PositionPush,
 )
+from framework.venue.order_management import OrderRecord as VenueOrder
+from framework.venue.requests import MAX_PAGE_SIZE
 from framework.venue.rules import PairRules, settle_coin_of
 
 __all__ = [
     "NO_PRICE",
     "PAPER_ID_BASE",
     "Fill",
-    "PaperOrder",
     "PaperSettings",
     "PaperVenue",
     "PriceTrack",
@@ -81,6 +85,8 @@ NO_PRICE: Final = 2331
 """The venue's code for 'Market predict price was not obtained': no price known yet."""
 
 _USER: Final = 1
+_PAGE_SIZE: Final = 20
+"""The lists' pageSize when none is given (the twin's default_page_size)."""
 _ZERO: Final = Decimal(0)
 
 
@@ -343,15 +349,12 @@ class PaperVenue:
         self._emit(events, now, own=True)
         return CancelAnswer(200, "", record.filled, record.order_id)
 
-    def query(self, order_id: int) -> PaperOrder | None:
-        """A paper order's record (what queryOrder answers), or None when unknown."""
-        record = self.exchange.accounts[_USER].orders.get(order_id)
-        if record is None:
-            return None
-        state = {"OPEN": "open", "FILLED": "filled", "CANCELED": "canceled"}.get(
-            str(record.status), "unknown"
-        )
-        return PaperOrder(record.client_order_id, order_id, record.filled, state)
+    def cancel_all(self, pair: str | None, is_long: bool | None, now: int) -> tuple[int, ...]:
+        """Cancel every open paper order (of pair, of one side): the ids, ascending."""
+        self._changed()
+        cancelled, events = self.exchange.cancel_all(_USER, pair, is_long, now)
+        self._emit(events, now, own=True)
+        return tuple(cancelled)
 
     def _changed(self) -> None:
         self.changes += 1
@@ -444,8 +447,9 @@ class SimVenue:
     at once), and the pushes a call makes come after its answer reached the engine, as live.
     :meth:`start` is how the executor awaits an answer here: it runs the call's coroutine at
     once, with no event loop, and resumes one that waits out its latency at that virtual
-    time (through ``schedule``). Account reads (positions, balance, matches, open orders)
-    are not simulated yet: the backtest reads the paper account itself.
+    time (through ``schedule``). Every read answers from the paper account's exchange with
+    the records, pages and refusals a RestClient decodes from the twin's answers for the same
+    state (the shared reads of :class:`~framework.sim.exchange.Exchange`).
     """
 
     def __init__(
@@ -493,9 +497,12 @@ class SimVenue:
             return {coid: paper.cancel_by_client_id(coid, now)}
         return paper.cancel(batch.order_ids, now)
 
-    async def query_order(self, entrust_id: int) -> PaperOrder | None:
-        """A paper order's record, or None when unknown."""
-        return self.paper.query(entrust_id)
+    async def query_order(self, entrust_id: int) -> VenueOrder:
+        """A paper order's record, open or completed; 2340 (OrderStateError) when unknown."""
+        record = self.paper.exchange.accounts[_USER].orders.get(entrust_id)
+        if record is None:
+            raise order_error_for(ORDER_NOT_FOUND, CANCEL_MESSAGES[ORDER_NOT_FOUND])
+        return order_record(record)
 
     async def warm_up(self) -> None:
         """Nothing to open: the paper account is in-process."""
@@ -503,22 +510,32 @@ class SimVenue:
     async def cancel_all(
         self, pair: str | None = None, is_long: bool | None = None
     ) -> tuple[int, ...] | None:
-        """Not simulated yet (ExtensionUnavailable)."""
-        raise _not_simulated("cancel all")
+        """Cancel every open paper order (of pair, of one side): the ids, ascending."""
+        if pair is not None:
+            self._page(pair, None, None)
+        return self.paper.cancel_all(pair, is_long, self._now_ms())
 
-    async def all_open_orders(self, pair: str) -> list[PaperOrder]:
-        """Not simulated yet (ExtensionUnavailable)."""
-        raise _not_simulated("open orders")
+    async def all_open_orders(self, pair: str) -> list[VenueOrder]:
+        """Every open paper order of pair, entrustId ascending."""
+        self._page(pair, None, None)
+        return [
+            order_record(r) for r in self.paper.exchange.accounts[_USER].orders.open_orders(pair)
+        ]
 
     async def positions(
         self, pair: str, page_no: int | None = None, page_size: int | None = None
     ) -> list[Position]:
-        """Not simulated yet (ExtensionUnavailable)."""
-        raise _not_simulated("positions")
+        """One page of the paper account's positions on pair."""
+        exchange = self.paper.exchange
+        found = exchange.position_page(_USER, pair, *self._page(pair, page_no, page_size))
+        return [position_record(exchange, exchange.accounts[_USER], p) for p in found]
 
     async def balance(self, symbol: str) -> AccountBalance:
-        """Not simulated yet (ExtensionUnavailable)."""
-        raise _not_simulated("balance")
+        """The paper balance of one coin (2122: not held, 4001: no such coin)."""
+        found = self.paper.exchange.balance_answer(_USER, symbol)
+        if isinstance(found, tuple):
+            raise error_for(*found)
+        return balance_record(_USER, found)
 
     async def matches(
         self,
@@ -527,12 +544,26 @@ class SimVenue:
         page_no: int | None = None,
         page_size: int | None = None,
     ) -> list[MatchRecord]:
-        """Not simulated yet (ExtensionUnavailable)."""
-        raise _not_simulated("matches")
+        """One page of the paper matches of pair, newest first, ids below match_id."""
+        page_no, page_size = self._page(pair, page_no, page_size)
+        found = self.paper.exchange.matches(
+            _USER,
+            pair,
+            before=match_id,
+            page_no=page_no,
+            page_size=page_size,
+            now_ms=self._now_ms(),
+        )
+        return [match_record(m) for m in found]
 
-
-def _not_simulated(what: str) -> ExtensionUnavailable:
-    return ExtensionUnavailable(what, "the paper venue does not simulate this call yet")
+    def _page(self, pair: str, page_no: int | None, page_size: int | None) -> tuple[int, int]:
+        """pageNo and pageSize as the twin reads them; 2001 for an unknown pair or a bad size."""
+        if pair not in self.paper.exchange.markets:
+            raise error_for(2001, render_message(2001, "pairName"))
+        page_size = _PAGE_SIZE if page_size is None else page_size
+        if not 0 < page_size <= MAX_PAGE_SIZE:
+            raise error_for(2001, render_message(2001, "pageSize"))
+        return page_no or 1, page_size
 
 
 class _Until:
@@ -545,13 +576,3 @@ class _Until:
 
     def __await__(self) -> Generator[int, None, None]:
         yield self.at
-
-
-@attrs.frozen(slots=True)
-class PaperOrder:
-    """A paper order as queryOrder tells it (a VenueOrder for the engine)."""
-
-    client_order_id: str | None
-    entrust_id: int | None
-    filled_quantity: Decimal | None
-    state: str

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qsl
 
 import attrs
@@ -42,6 +42,7 @@ from framework.backtest.timeline import Timeline
 from framework.engine.clock import VirtualClock
 from framework.engine.matches import MatchCursor, MatchRound
 from framework.engine.strategy import Source
+from framework.engine.venue import Executor
 from framework.recording import LineRecord, RecordingReader
 from framework.venue.codec import decode_frame, decode_match_answer
 from framework.venue.errors import ConfigError, DecodeError
@@ -53,7 +54,7 @@ from framework.venue.requests import (
     POSITIONS_PATH,
 )
 
-__all__ = ["Executor", "ReplayStats", "Replayer"]
+__all__ = ["ReplayStats", "Replayer"]
 
 log = logging.getLogger("framework.replay")
 
@@ -115,7 +116,7 @@ class Replayer:
         self.own_positions = frozenset(own_positions)
         self.own_coins = frozenset(own_coins)
         self.own_matches = frozenset(own_matches)
-        self._executor = executor if executor is not None else _Idle()
+        self._executor = executor
         self.stats = ReplayStats()
         self._cursors: dict[str, MatchCursor] = {}
         self._rounds: dict[str, MatchRound[Any]] = {}
@@ -131,7 +132,7 @@ class Replayer:
     def settle(self) -> None:
         """Let the execution engine send what its strategies just asked for."""
         executor = self._executor
-        while executor.pending:
+        while executor is not None and executor.pending:
             executor.pump()
 
     def run(
@@ -232,7 +233,7 @@ class Replayer:
                 else:  # a registered push type: to its route, as the stream hands it over
                     others += 1
                     self._intake(push)
-            if executor.pending:
+            if executor is not None and executor.pending:
                 settle()
                 due = timeline.due_at
         stats.ws_frames += frames
@@ -340,23 +341,3 @@ class Replayer:
             return
         stats.matches_delivered += 1
         self._on_match(match)
-
-
-class Executor(Protocol):
-    """What drives the execution engine in a replay (the one executor, over the paper venue)."""
-
-    pending: bool
-    """True when the engine has asked to be pumped."""
-
-    def pump(self) -> None:
-        """Send what is due."""
-        ...
-
-
-class _Idle:
-    """No execution engine: nothing is ever pending."""
-
-    pending = False
-
-    def pump(self) -> None:
-        """Nothing to send."""

@@ -427,6 +427,46 @@ class Exchange:
         release(self._fill_step, account, market, order, events)
         return events
 
+    # -- the account's reads and cancel-all (the twin's answers and the paper venue's) -------
+
+    def position_page(
+        self, user_id: int, pair: str, page_no: int, page_size: int
+    ) -> list[Position]:
+        """One page (from 1) of an account's open positions on a pair (SPEC 4.2)."""
+        start = (page_no - 1) * page_size
+        return self.positions(user_id, pair)[start : start + page_size]
+
+    def open_order_page(
+        self, user_id: int, pair: str, page_no: int, page_size: int
+    ) -> tuple[list[OrderRecord], int]:
+        """One page (from 1) of an account's open orders on a pair, entrustId ascending,
+        and how many it has open there."""
+        found = self.accounts[user_id].orders.open_orders(pair)
+        start = (page_no - 1) * page_size
+        return found[start : start + page_size], len(found)
+
+    def balance_answer(self, user_id: int, coin: str) -> Balance | Refusal:
+        """The balance of one coin (SPEC 4.3), or the refusal: 2122 for a coin the account
+        does not hold, 4001 for one the exchange does not know."""
+        balance = self.balance(user_id, coin)
+        if balance is not None:
+            return balance
+        code = 2122 if self.knows_coin(coin) else 4001
+        return code, render_message(code)
+
+    def cancel_all(
+        self, user_id: int, pair: str | None, is_long: bool | None, now_ms: int
+    ) -> tuple[list[int], list[Event]]:
+        """Cancel an account's open orders (of pair, of one side; None: all): the ids
+        cancelled, ascending, and the events."""
+        cancelled: list[int] = []
+        events: list[Event] = []
+        for record in self.accounts[user_id].orders.open_orders(pair):
+            if is_long is None or record.is_long == is_long:
+                events += self.cancel_order(record, now_ms)[1]
+                cancelled.append(record.order_id)
+        return cancelled, events
+
 
 def admission_refusal(
     account: Account, market: Market, order: OrderInput, *, now: datetime, seen: set[str]

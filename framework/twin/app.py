@@ -395,23 +395,18 @@ class TwinApp:
     async def position_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.2: the account's open positions on a pair."""
         pair = self._pair(params)
-        page_no, page_size = self._page(params)
         account = self.exchange.accounts[user_id]
-        found = self.exchange.positions(user_id, pair)
-        start = (page_no - 1) * page_size
-        return [
-            wire.position_object(self.exchange, account, p)
-            for p in found[start : start + page_size]
-        ]
+        found = self.exchange.position_page(user_id, pair, *self._page(params))
+        return [wire.position_object(self.exchange, account, p) for p in found]
 
     async def balance(self, request: Request, user_id: int, params: dict[str, str]) -> Any:
         """SPEC 4.3: the balance of one settlement coin."""
         symbol = params.get("symbol")
         if not symbol:
             raise Refused(2002, "symbol")
-        balance = self.exchange.balance(user_id, symbol)
-        if balance is None:
-            raise Refused(2122 if self.exchange.knows_coin(symbol) else 4001)
+        balance = self.exchange.balance_answer(user_id, symbol)
+        if isinstance(balance, tuple):
+            raise Refused(balance[0], msg=balance[1])
         return wire.balance_object(user_id, balance)
 
     async def match_list(self, request: Request, user_id: int, params: dict[str, str]) -> Any:

@@ -120,6 +120,7 @@ class Outcome:
 class _Call:
     """What one call works with: the account's orders, its parameters, time and events."""
 
+    user_id: int
     orders: OrderIndex
     params: Mapping[str, str]
     now_ms: int
@@ -148,7 +149,7 @@ class OrderManagement:
     def handle(self, path: str, user_id: int, query: Mapping[str, str], now_ms: int) -> Outcome:
         """Answer one call of path for an authenticated account (timestamp already checked)."""
         handler, cancels = self._handlers[path]
-        call = _Call(self.exchange.accounts[user_id].orders, query, now_ms)
+        call = _Call(user_id, self.exchange.accounts[user_id].orders, query, now_ms)
         try:
             data = handler(call)
         except Refused as exc:
@@ -195,11 +196,8 @@ class OrderManagement:
         if pair is not None and pair not in self.exchange.markets:
             raise Refused(2001, "pairName")
         is_long = wire.flag(call.params, "isLong")
-        cancelled = []
-        for record in call.orders.open_orders(pair):
-            if is_long is None or record.is_long == is_long:
-                self._cancel(call, record)
-                cancelled.append(record.order_id)
+        cancelled, events = self.exchange.cancel_all(call.user_id, pair, is_long, call.now_ms)
+        call.events += events
         return {"entrustIds": cancelled}
 
     # -- reads -------------------------------------------------------------------------------
@@ -211,11 +209,10 @@ class OrderManagement:
         page_no, page_size = wire.page(
             call.params, default_size=self._default_page_size, max_size=self._max_page_size
         )
-        found = call.orders.open_orders(pair)
-        start = (page_no - 1) * page_size
+        found, total = self.exchange.open_order_page(call.user_id, pair, page_no, page_size)
         return {
-            "list": [wire.order_object(r) for r in found[start : start + page_size]],
-            "total": len(found),
+            "list": [wire.order_object(r) for r in found],
+            "total": total,
             "pageNo": page_no,
             "pageSize": page_size,
         }
