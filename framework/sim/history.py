@@ -37,6 +37,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from decimal import Decimal
 from itertools import islice
 from typing import Final, Literal, overload
@@ -62,17 +63,125 @@ otherwise."""
 _NONE: Final[tuple[Match, ...]] = ()
 
 
+_Shared = tuple[int, str, str, int, "str | None", "datetime | None"]
+"""What every match of one account and pair has in common: contract pair id, pair, coin,
+settle decimals, address, delivery time."""
+
+
+def _shared(match: Match) -> _Shared:
+    return (
+        match.contract_pair_id,
+        match.pair,
+        match.coin,
+        match.settle_decimals,
+        match.address,
+        match.delivery_time,
+    )
+
+
+def _pack(match: Match, shared: _Shared) -> Match | str:
+    """A kept match as one line of text, or the match itself when that would not be exact."""
+    if any(a is not b for a, b in zip(_shared(match), shared, strict=True)):
+        return match
+    ints = (match.id, match.order_id, match.position_id, match.time_ms, match.lever)
+    flags = (match.is_market, match.is_close, match.is_long, match.is_taker)
+    amounts = (
+        match.price,
+        match.quantity,
+        match.amount,
+        match.fee,
+        match.profit_loss,
+        match.opening_price,
+    )
+    if (
+        any(type(i) is not int for i in ints)
+        or any(type(f) is not bool for f in flags)
+        or any(type(a) is not Decimal for a in amounts)
+    ):
+        return match
+    bits = flags[0] | flags[1] << 1 | flags[2] << 2 | flags[3] << 3
+    return " ".join(map(str, (*ints, bits, *amounts)))
+
+
+def _unpack(entry: Match | str, shared: _Shared | None) -> Match:
+    """The match a kept entry stands for (equal to the one appended, field by field)."""
+    if type(entry) is not str:
+        assert isinstance(entry, Match)
+        return entry
+    assert shared is not None
+    i, order, position, time_ms, lever, bits, *amounts = entry.split(" ")
+    flags = int(bits)
+    price, quantity, amount, fee, pnl, opening = map(Decimal, amounts)
+    return Match(
+        id=int(i),
+        order_id=int(order),
+        position_id=int(position),
+        contract_pair_id=shared[0],
+        time_ms=int(time_ms),
+        pair=shared[1],
+        coin=shared[2],
+        settle_decimals=shared[3],
+        lever=int(lever),
+        is_market=bool(flags & 1),
+        is_close=bool(flags & 2),
+        is_long=bool(flags & 4),
+        is_taker=bool(flags & 8),
+        price=price,
+        quantity=quantity,
+        amount=amount,
+        fee=fee,
+        profit_loss=pnl,
+        opening_price=opening,
+        address=shared[4],
+        delivery_time=shared[5],
+    )
+
+
+def _entry_id(entry: Match | str) -> int:
+    if type(entry) is str:
+        return int(entry[: entry.index(" ")])
+    assert isinstance(entry, Match)
+    return entry.id
+
+
+class _Unpacked(Sequence[Match]):
+    """Kept entries read as matches, each unpacked when read."""
+
+    __slots__ = ("_items", "_shared")
+
+    def __init__(self, items: list[Match | str], shared: _Shared | None) -> None:
+        self._items = items
+        self._shared = shared
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Match: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Match]: ...
+
+    def __getitem__(self, index: int | slice) -> Match | list[Match]:
+        if isinstance(index, slice):
+            return [_unpack(e, self._shared) for e in self._items[index]]
+        return _unpack(self._items[index], self._shared)
+
+
 class MatchHistory(Sequence[Match]):
     """The kept matches of one account and pair, in id order (oldest first)."""
 
-    __slots__ = ("_compact_at", "_dropped", "_items", "_start", "limit")
+    __slots__ = ("_compact_at", "_dropped", "_items", "_shared", "_start", "limit")
 
     def __init__(self, limit: int = DEFAULT_HISTORY_LIMIT) -> None:
         """Start empty; limit is how many matches trim() keeps."""
         if limit < 1:
             raise ValueError(f"a match history limit must be positive, got {limit}")
         self.limit = limit
-        self._items: list[Match] = []
+        # Packed matches (_pack), oldest first: a Match object with its Decimals takes some
+        # 500 bytes, its line of text about 150.
+        self._items: list[Match | str] = []
+        self._shared: _Shared | None = None  # taken from the first match appended
         self._start = 0  # index in _items of the oldest kept match
         self._dropped = 0  # matches forgotten since the start
         self._compact_at = max(1, limit // 4)
@@ -83,7 +192,8 @@ class MatchHistory(Sequence[Match]):
 
     def __iter__(self) -> Iterator[Match]:
         """The kept matches, oldest first."""
-        return islice(self._items, self._start, None)
+        shared = self._shared
+        return (_unpack(e, shared) for e in islice(self._items, self._start, None))
 
     @overload
     def __getitem__(self, index: int) -> Match: ...
@@ -94,16 +204,17 @@ class MatchHistory(Sequence[Match]):
     def __getitem__(self, index: int | slice) -> Match | list[Match]:
         """A kept match by position (0: the oldest kept), or a list of them."""
         size = len(self)
+        items, start, shared = self._items, self._start, self._shared
         if isinstance(index, slice):
             low, high, step = index.indices(size)
             if step == 1:
-                return self._items[self._start + low : self._start + max(low, high)]
-            return [self._items[self._start + i] for i in range(low, high, step)]
+                return [_unpack(e, shared) for e in items[start + low : start + max(low, high)]]
+            return [_unpack(items[start + i], shared) for i in range(low, high, step)]
         if index < 0:
             index += size
         if not 0 <= index < size:
             raise IndexError("match history index out of range")
-        return self._items[self._start + index]
+        return _unpack(items[start + index], shared)
 
     def __repr__(self) -> str:
         """Size, limit and id range, not every match."""
@@ -118,11 +229,13 @@ class MatchHistory(Sequence[Match]):
 
     def count_below(self, match_id: int) -> int:
         """How many kept matches have an id below match_id (ids increase with position)."""
-        return bisect_left(self._items, match_id, lo=self._start, key=_match_id) - self._start
+        return bisect_left(self._items, match_id, lo=self._start, key=_entry_id) - self._start
 
     def append(self, match: Match) -> None:
         """Add the newest match (its id above every kept one); trim() bounds the list."""
-        self._items.append(match)
+        if self._shared is None:
+            self._shared = _shared(match)
+        self._items.append(_pack(match, self._shared))
 
     def trim(self) -> Sequence[Match]:
         """Forget the oldest matches beyond the limit; returns those forgotten, oldest first."""
@@ -130,7 +243,7 @@ class MatchHistory(Sequence[Match]):
         if excess <= 0:
             return _NONE
         start = self._start
-        forgotten = self._items[start : start + excess]
+        forgotten = _Unpacked(self._items[start : start + excess], self._shared)
         self._start = start + excess
         self._dropped += excess
         if self._start >= self._compact_at:
@@ -142,10 +255,6 @@ class MatchHistory(Sequence[Match]):
         """Undo the appends since the savepoint end (see :attr:`end`)."""
         keep = max(end - self._dropped, 0)
         del self._items[self._start + keep :]
-
-
-def _match_id(match: Match) -> int:
-    return match.id
 
 
 OrderStatus = Literal["OPEN", "FILLED", "CANCELED"]
