@@ -89,26 +89,26 @@ def _shared(match: Match) -> _Shared:
 
 def _pack(match: Match, shared: _Shared) -> Match | str:
     """A kept match as one line of text, or the match itself when that would not be exact."""
-    if any(a is not b for a, b in zip(_shared(match), shared, strict=True)):
-        return match
-    ints = (match.id, match.order_id, match.position_id, match.time_ms, match.lever)
-    flags = (match.is_market, match.is_close, match.is_long, match.is_taker)
-    amounts = (
-        match.price,
-        match.quantity,
-        match.amount,
-        match.fee,
-        match.profit_loss,
-        match.opening_price,
-    )
+    m = match
     if (
-        any(type(i) is not int for i in ints)
-        or any(type(f) is not bool for f in flags)
-        or any(type(a) is not Decimal for a in amounts)
+        m.contract_pair_id is not shared[0]
+        or m.pair is not shared[1]
+        or m.coin is not shared[2]
+        or m.settle_decimals is not shared[3]
+        or m.address is not shared[4]
+        or m.delivery_time is not shared[5]
+        or not type(m.id) is type(m.order_id) is type(m.position_id) is int
+        or not type(m.time_ms) is type(m.lever) is int
+        or not type(m.is_market) is type(m.is_close) is type(m.is_long) is type(m.is_taker) is bool
+        or not type(m.price) is type(m.quantity) is type(m.amount) is Decimal
+        or not type(m.fee) is type(m.profit_loss) is type(m.opening_price) is Decimal
     ):
         return match
-    bits = flags[0] | flags[1] << 1 | flags[2] << 2 | flags[3] << 3
-    return " ".join(map(str, (*ints, bits, *amounts)))
+    bits = m.is_market | m.is_close << 1 | m.is_long << 2 | m.is_taker << 3
+    return (
+        f"{m.id} {m.order_id} {m.position_id} {m.time_ms} {m.lever} {bits} {m.price!s}"
+        f" {m.quantity!s} {m.amount!s} {m.fee!s} {m.profit_loss!s} {m.opening_price!s}"
+    )
 
 
 def _unpack(entry: Match | str, shared: _Shared | None) -> Match:
@@ -297,23 +297,25 @@ Completed = tuple[str, str, str]
 
 def _pack_record(record: OrderRecord) -> Completed | OrderRecord:
     """A completed record in some 150 bytes instead of 400, or itself when not exact."""
-    ints = (record.match_type, record.position_type, record.lever, record.create_ms)
-    flags = (record.is_long, record.is_market)
-    price = record.price
+    r = record
+    price = r.price
     if (
-        any(type(i) is not int for i in (*ints, record.update_ms))
-        or any(type(f) is not bool for f in flags)
-        or type(record.quantity) is not Decimal
-        or type(record.filled) is not Decimal
+        not type(r.match_type) is type(r.position_type) is type(r.lever) is int
+        or not type(r.create_ms) is type(r.update_ms) is int
+        or not type(r.is_long) is type(r.is_market) is bool
+        or not type(r.quantity) is type(r.filled) is Decimal
         or not (price is None or type(price) is Decimal)
-        or type(record.pair) is not str
+        or type(r.pair) is not str
     ):
         return record
-    bits = flags[0] | flags[1] << 1 | (record.status == "FILLED") << 2
-    text = " ".join(map(str, (bits, *ints, record.update_ms, record.quantity, record.filled)))
+    bits = r.is_long | r.is_market << 1 | (r.status == "FILLED") << 2
+    text = (
+        f"{bits} {r.match_type} {r.position_type} {r.lever} {r.create_ms} {r.update_ms}"
+        f" {r.quantity!s} {r.filled!s}"
+    )
     if price is not None:
-        text = f"{text} {price}"
-    return record.client_order_id, sys.intern(record.pair), text
+        text = f"{text} {price!s}"
+    return r.client_order_id, sys.intern(r.pair), text
 
 
 def _unpack_record(order_id: int, entry: Completed | OrderRecord) -> OrderRecord:
