@@ -22,10 +22,10 @@ client or by the exchange itself (the excess that would flip a position, or an o
 the balance no longer covers). A CANCELED order may have ``filled > 0``. Orders the exchange
 creates itself (liquidations) are not recorded. Open orders are always kept; of the
 completed ones only the newest ``limit`` by completion (``order_history_limit``, default
-100000 per account), older ones are forgotten. The completed ids are an OrderedDict, so
-forgetting the oldest is O(1): with a plain dict, ``next(iter(...))`` after many deletions
-at its front scans their holes (O(limit) per order at the default limit, about 80 us
-measured).
+100000 per account), older ones are forgotten. The completed ones are a :class:`Recent`
+map, so forgetting the oldest is O(1): with a plain dict, ``next(iter(...))`` after many
+deletions at its front scans their holes (O(limit) per order at the default limit, about
+80 us measured), and an OrderedDict takes about 100 bytes an entry, twice a dict's.
 
 What is kept per order is small (a daemon embeds the twin): each match as one line of text
 (its ids, time, lever, flags and amounts; what every match of the account and pair shares is
@@ -43,12 +43,11 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left
-from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from itertools import islice
-from typing import Final, Literal, overload
+from typing import Final, Literal, TypeVar, overload
 
 import attrs
 
@@ -62,6 +61,7 @@ __all__ = [
     "OrderIndex",
     "OrderRecord",
     "OrderStatus",
+    "Recent",
 ]
 
 DEFAULT_HISTORY_LIMIT: Final = 100_000
@@ -291,6 +291,69 @@ class OrderRecord:
     resting: RestingOrder | None = None
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class Recent(MutableMapping[_K, _V]):
+    """A map in insertion order that forgets its oldest entry in O(1): a dict and a list of
+    its keys, oldest first. Deleting is quick for the newest keys only (a rollback's)."""
+
+    __slots__ = ("_data", "_keys", "_start")
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._data: dict[_K, _V] = {}
+        self._keys: list[_K] = []
+        self._start = 0  # index in _keys of the oldest key
+
+    def __getitem__(self, key: _K) -> _V:
+        """The value of a key."""
+        return self._data[key]
+
+    def __setitem__(self, key: _K, value: _V) -> None:
+        """Set a key's value; a new key is the newest."""
+        if key not in self._data:
+            self._keys.append(key)
+        self._data[key] = value
+
+    def __delitem__(self, key: _K) -> None:
+        """Forget a key (its place is searched for from the newest)."""
+        del self._data[key]
+        keys = self._keys
+        for index in range(len(keys) - 1, self._start - 1, -1):
+            if keys[index] == key:
+                del keys[index]
+                return
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the key is kept."""
+        return key in self._data
+
+    def __iter__(self) -> Iterator[_K]:
+        """The keys, oldest first."""
+        return islice(self._keys, self._start, None)
+
+    def __len__(self) -> int:
+        """How many keys are kept."""
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        """The entries, oldest first."""
+        return f"Recent({dict(self.items())!r})"
+
+    def pop_oldest(self) -> tuple[_K, _V]:
+        """Forget the oldest key; returns it with its value (KeyError when empty)."""
+        if self._start >= len(self._keys):
+            raise KeyError("pop_oldest(): the map is empty")
+        key = self._keys[self._start]
+        self._start += 1
+        if self._start >= 64 and self._start * 2 >= len(self._keys):
+            del self._keys[: self._start]
+            self._start = 0
+        return key, self._data.pop(key)
+
+
 Completed = tuple[str, str, str]
 """A completed order as kept: its clientOrderId, its pair and the rest in one line of text."""
 
@@ -360,7 +423,7 @@ class OrderIndex:
         # order is ascending entrustId.
         self._open: dict[str, dict[int, OrderRecord]] = {}
         # Completed orders by orderId, packed (_pack_record), oldest completion first.
-        self._completed: OrderedDict[int, Completed | OrderRecord] = OrderedDict()
+        self._completed: Recent[int, Completed | OrderRecord] = Recent()
 
     def __len__(self) -> int:
         """How many orders are known (open and remembered completed ones)."""
@@ -468,7 +531,7 @@ class OrderIndex:
         completed = self._completed
         by_client = self._by_client
         while len(completed) > self.limit:
-            order_id, entry = completed.popitem(last=False)
+            order_id, entry = completed.pop_oldest()
             client_order_id = _client_id(entry)
             if by_client.get(client_order_id) == order_id:
                 del by_client[client_order_id]

@@ -9,16 +9,19 @@ order and its match before).
 from __future__ import annotations
 
 import gc
+import random
 import tracemalloc
+from collections import OrderedDict
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import attrs
+import pytest
 
 from framework.sim.events import Match
 from framework.sim.exchange import Exchange
-from framework.sim.history import MatchHistory
+from framework.sim.history import MatchHistory, Recent
 from framework.sim.state import ExchangeSettings
 from framework.venue.models import MatchType, OrderInput, PositionType
 
@@ -77,6 +80,29 @@ def test_kept_matches_read_back_exactly() -> None:
     history.limit = 10
     forgotten = history.trim()
     assert [fields(m) for m in forgotten] == [fields(m) for m in made[:22]]
+
+
+def test_a_recent_map_behaves_as_an_ordered_dict_forgetting_its_oldest() -> None:
+    rng = random.Random(5)
+    recent: Recent[str, int] = Recent()
+    model: OrderedDict[str, int] = OrderedDict()
+    for step in range(5000):
+        roll = rng.random()
+        if roll < 0.5:
+            key = f"k{rng.randrange(400)}"  # new keys, and old ones again once forgotten
+            recent[key] = model[key] = step
+        elif roll < 0.8 and model:
+            assert recent.pop_oldest() == model.popitem(last=False)
+        elif model:  # a rollback: one of the newest keys goes
+            key = list(model)[-rng.randrange(1, min(len(model), 5) + 1)]
+            assert recent.pop(key) == model.pop(key)
+        assert len(recent) == len(model)
+        assert list(recent.items()) == list(model.items())
+    assert "nope" not in recent and recent.get("nope") is None
+    while model:
+        assert recent.pop_oldest() == model.popitem(last=False)
+    with pytest.raises(KeyError):
+        recent.pop_oldest()
 
 
 def order(cid: str, **changes: Any) -> OrderInput:
