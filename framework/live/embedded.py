@@ -5,12 +5,13 @@ the pairs of ``pairs:`` with their rules (starting marks from the twin's default
 rest of its settings from ``venue.twin`` and registers its TEST-ONLY demo key pair, which
 the node then uses: no credentials are needed and nothing leaves the machine.
 
-It shares the daemon's memory: with the twin's default history limits (100000 of each) its
-records, matches and client ids of a long or busy run would fill some 100 MB. In the daemon
-it keeps EMBEDDED_HISTORY of each instead, wherever ``venue.twin`` leaves a limit at the
-twin's default, and only EMBEDDED_RECEIVED received orders: those copies are the tests'
-ground truth of what reached the venue (``VenueTwin.received_orders``), which a daemon never
-reads.
+It shares the daemon's memory, about 750 bytes per order (its record, match, client id and
+received copy; ``tests/benchmarks/bench_twin_memory.py``): with the twin's default history
+limits (100000 of each) some 75 MB once a long or busy run has filled them. In the daemon it
+keeps EMBEDDED_HISTORY of each instead (about 5 MB), wherever ``venue.twin`` leaves a limit
+at the twin's default, and only EMBEDDED_RECEIVED received orders: those copies are the
+tests' ground truth of what reached the venue (``VenueTwin.received_orders``), which a
+daemon never reads.
 """
 
 from __future__ import annotations

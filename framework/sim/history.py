@@ -29,8 +29,9 @@ deletions at its front scans their holes (O(limit) per order at the default limi
 
 What is kept per order is small (a daemon embeds the twin): each match as one line of text
 (its ids, time, lever, flags and amounts; what every match of the account and pair shares is
-kept once), each completed order as its clientOrderId, its pair and one such line. Some 300
-bytes instead of 900 for an order and its match; reads make equal :class:`Match` and
+kept once), each completed order as its clientOrderId, its pair and one such line: with the
+account's client id map, about 500 bytes for a market order and its match instead of 1300
+(``tests/benchmarks/bench_twin_memory.py``). Reads make equal :class:`Match` and
 :class:`OrderRecord` objects anew (a completed order's record is no longer changed). A match
 or record whose fields are not of their plain types is kept as it is.
 
