@@ -5,10 +5,13 @@ the pairs of ``pairs:`` with their rules (starting marks from the twin's default
 rest of its settings from ``venue.twin`` and registers its TEST-ONLY demo key pair, which
 the node then uses: no credentials are needed and nothing leaves the machine.
 
-It shares the daemon's memory, and keeps about 1.4 KB per order (its record, match, client
-id and received copy): with the twin's default history limits (100000 of each) that is some
-150 MB once a long or busy run has filled them. In the daemon it keeps EMBEDDED_HISTORY of
-each instead (about 15 MB), wherever ``venue.twin`` leaves a limit at the twin's default.
+It shares the daemon's memory, about 750 bytes per order (its record, match, client id and
+received copy; ``tests/benchmarks/bench_twin_memory.py``): with the twin's default history
+limits (100000 of each) some 75 MB once a long or busy run has filled them. In the daemon it
+keeps EMBEDDED_HISTORY of each instead (about 5 MB), wherever ``venue.twin`` leaves a limit
+at the twin's default, and only EMBEDDED_RECEIVED received orders: those copies are the
+tests' ground truth of what reached the venue (``VenueTwin.received_orders``), which a
+daemon never reads.
 """
 
 from __future__ import annotations
@@ -26,20 +29,22 @@ from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
 from framework.twin.settings import TwinSettings
 
-__all__ = ["EMBEDDED_HISTORY", "VenueAccess", "open_venue", "twin_settings"]
+__all__ = ["EMBEDDED_HISTORY", "EMBEDDED_RECEIVED", "VenueAccess", "open_venue", "twin_settings"]
 
 log = logging.getLogger("framework.node")
 
 EMBEDDED_HISTORY: Final = 10_000
-"""The embedded twin's history limits (completed orders, matches per pair, client ids,
-received orders) where venue.twin leaves the twin's default: far more than the node reads
-back (its match cursor, the orders in doubt), a tenth of the memory."""
-_HISTORY: Final = (
-    "order_history_limit",
-    "match_history_limit",
-    "client_id_history_limit",
-    "received_orders_limit",
-)
+"""The embedded twin's history limits (completed orders, matches per pair, client ids) where
+venue.twin leaves the twin's default: far more than the node reads back (its match cursor,
+the orders in doubt), a tenth of the memory."""
+EMBEDDED_RECEIVED: Final = 1_000
+"""The embedded twin's received_orders_limit where venue.twin leaves the twin's default."""
+_HISTORY: Final = {
+    "order_history_limit": EMBEDDED_HISTORY,
+    "match_history_limit": EMBEDDED_HISTORY,
+    "client_id_history_limit": EMBEDDED_HISTORY,
+    "received_orders_limit": EMBEDDED_RECEIVED,
+}
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -56,11 +61,13 @@ class VenueAccess:
 
 def twin_settings(config: Config) -> TwinSettings:
     """The embedded twin's settings: venue.twin with the pairs and rules of ``pairs:``, and
-    EMBEDDED_HISTORY for the history limits venue.twin leaves at their default."""
+    EMBEDDED_HISTORY (EMBEDDED_RECEIVED) for the limits venue.twin leaves at their default."""
     base = config.venue.twin or TwinSettings()
     default = TwinSettings()
     history: dict[str, Any] = {
-        name: EMBEDDED_HISTORY for name in _HISTORY if getattr(base, name) == getattr(default, name)
+        name: kept
+        for name, kept in _HISTORY.items()
+        if getattr(base, name) == getattr(default, name)
     }
     known = default.pairs
     pairs = {

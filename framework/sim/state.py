@@ -27,7 +27,6 @@ because nothing is trimmed while the savepoint is held.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import KeysView, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Literal
@@ -35,7 +34,7 @@ from typing import Any, Literal
 import attrs
 
 from framework.sim.book import Book
-from framework.sim.history import MatchHistory, OrderIndex
+from framework.sim.history import MatchHistory, OrderIndex, Recent
 from framework.venue.models import OrderInput
 from framework.venue.rules import PairRules
 
@@ -166,7 +165,7 @@ class Account:
     matches: dict[str, MatchHistory] = attrs.Factory(dict)
     # clientOrderId -> orderId of the newest accepted orders, oldest first (bounded): the
     # duplicate check's memory, and ground truth for tests (e.g. after an unanswered batch).
-    order_ids: OrderedDict[str, int] = attrs.Factory(OrderedDict)
+    order_ids: Recent[str, int] = attrs.Factory(Recent)
     # Match id -> time (ms) from which the match list shows a match held back by the
     # match_delay fault; entries go once the time has passed or the match is forgotten.
     listed_from_ms: dict[int, int] = attrs.Factory(dict)
@@ -210,7 +209,7 @@ def trim_account(account: Account, client_id_history_limit: int) -> None:
     account.orders.trim()
     order_ids = account.order_ids
     while len(order_ids) > client_id_history_limit:
-        order_ids.popitem(last=False)
+        order_ids.pop_oldest()
     for history in account.matches.values():
         trim_matches(account, history)
 
