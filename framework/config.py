@@ -182,7 +182,8 @@ class SourceConfig:
 
 @attrs.frozen(slots=True, kw_only=True)
 class JournalConfig:
-    """The SQLite journal; None means in memory (embedded twin) or an error (real venue)."""
+    """The SQLite journal; None means SQLite's private temporary database (embedded twin), and
+    is refused with a real venue."""
 
     path: str | None = None
 
