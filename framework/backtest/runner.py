@@ -379,22 +379,23 @@ class Backtest:
         delivers late fills (reactions are sent too); between them Stopping (on_stop) and the
         cancels of ``execution.cancel_on_stop``; then the engine closes and the Drain answers
         what is in flight. Only what is in flight runs meanwhile (answers, retries, the
-        engine's deadlines), for at most ``execution.drain_timeout_s`` of virtual time in all
-        (each Settle runs to that horizon: a backtest never waits on a wall clock).
+        engine's deadlines), each Settle up to its own horizon (the first at half of
+        ``execution.drain_timeout_s``, as live), all within that timeout of virtual time.
         """
         for repeating in periodic:
             repeating.cancel()
         engine = kernel.engine
-        horizon = kernel.clock.now_ms() + int(self.config.execution.drain_timeout_s * 1000)
+        began = kernel.clock.now_ms()
+        end = began + int(self.config.execution.drain_timeout_s * 1000)
 
-        def run_in_flight() -> None:
+        def run_in_flight(horizon: int) -> None:
             while not engine.idle and timeline.due_at <= horizon:
                 timeline.run_until(timeline.due_at, replayer.settle)
 
-        def settle() -> None:
+        def settle(horizon: int) -> None:
             for _ in range(3):
                 replayer.settle()
-                run_in_flight()
+                run_in_flight(horizon)
                 poll()
                 replayer.settle()
                 if engine.idle:
@@ -402,9 +403,9 @@ class Backtest:
 
         for step in kernel.stopping_steps("end of recording"):
             if isinstance(step, Settle):
-                settle()
+                settle(min(end, began + int(step.until_s * 1000)))
             else:  # Drain
-                run_in_flight()
+                run_in_flight(end)
         replayer.settle()
 
 

@@ -226,3 +226,46 @@ def test_paper_cancels_of_queued_in_flight_and_done_orders(tmp_path: Path, recor
     assert result.paper.exchange.accounts[1].orders.open_orders() == []
     position_margin = sum(p.margin for p in result.paper.exchange.accounts[1].positions.values())
     assert result.paper.exchange.accounts[1].balances["USD"].frozen == position_margin
+
+
+class LateBidder(Strategy):
+    """A bid every second; on_stop notes which of its orders were still unanswered."""
+
+    def on_start(self) -> None:
+        self.sent: list[str] = []
+        self.answered: set[str] = set()
+        self.unanswered_at_stop: list[str] = []
+        self.schedule("t", 1.0)
+
+    def on_timer(self, name: str) -> None:
+        self.sent.append(
+            self.submit(
+                OrderIntent(pair=ETH, is_long=True, quantity=Decimal("0.01"), price=Decimal(1900))
+            )
+        )
+
+    def on_order(self, update: OrderUpdate) -> None:
+        self.answered.add(update.client_order_id)
+
+    def on_stop(self) -> None:
+        self.unanswered_at_stop = [c for c in self.sent if c not in self.answered]
+
+
+def test_a_backtest_settles_before_on_stop_for_half_the_drain_timeout_as_live(
+    tmp_path: Path, recording: Path
+) -> None:
+    """The first Settle ends at half of execution.drain_timeout_s in both runtimes: answers
+    that take 8 s of a 10 s timeout are still out when on_stop runs, and come in the Drain."""
+    text = write_config(tmp_path).read_text(encoding="utf-8")
+    prices = text.split("prices_csv: ")[1].strip()
+    config = parse_config(text.split("backtest:")[0] + "execution: {drain_timeout_s: 10}\n")
+    settings = BacktestSettings(prices_csv=prices, paper=PaperSettings(latency_ms=8000))
+    result = Backtest(
+        config, recording, settings, strategies=[lambda ctx: LateBidder("late", ctx, {})]
+    ).run()
+    (strategy,) = result.strategies
+    assert isinstance(strategy, LateBidder)
+    # the newest ones (four in flight at most, 8 s each) are past the first Settle's 5 s
+    unanswered = strategy.unanswered_at_stop
+    assert unanswered and unanswered == strategy.sent[-len(unanswered) :]
+    assert set(strategy.sent) <= strategy.answered  # the Drain answered them all
