@@ -464,6 +464,7 @@ class SimVenue:
         self.latency_ms = latency_ms
         self._now_ms = now_ms
         self._schedule = schedule
+        self._waiting: dict[Coroutine[Any, Any, None], None] = {}
 
     def start(self, answer: Answer, sent: Any, reply: Awaitable[Any]) -> None:
         """Run answer(sent, reply) now; the pushes the call makes follow its answer."""
@@ -471,6 +472,7 @@ class SimVenue:
 
     def _step(self, coroutine: Coroutine[Any, Any, None]) -> None:
         paper = self.paper
+        self._waiting.pop(coroutine, None)
         paper.hold_pushes()
         try:
             at = coroutine.send(None)
@@ -478,7 +480,17 @@ class SimVenue:
             return
         finally:
             paper.release_pushes()
+        self._waiting[coroutine] = None
         self._schedule(at, partial(self._step, coroutine))
+
+    def abandon(self) -> int:
+        """Close the calls still waiting out their latency (the run ended first): each is
+        answered now as cancelled in flight, as a live stop's timeout does, never later when
+        garbage collection would close it. Returns how many there were."""
+        waiting, self._waiting = list(self._waiting), {}
+        for coroutine in waiting:
+            coroutine.close()
+        return len(waiting)
 
     def send_batch(self, orders: Sequence[OrderInput]) -> Awaitable[list[OrderResult]]:
         """The batch, placed when it reaches the paper account (latency_ms from now)."""
@@ -495,7 +507,12 @@ class SimVenue:
         if batch.by_client_id:
             (coid,) = batch.client_order_ids
             return {coid: paper.cancel_by_client_id(coid, now)}
-        return paper.cancel(batch.order_ids, now)
+        answers = paper.cancel(batch.order_ids, now)
+        if len(answers) == 1:
+            return answers
+        # The venue's batch cancel names no filled quantity or orderId per order (RestClient
+        # decodes none): the engine then knows, here as live, only what matches tell it.
+        return {oid: CancelAnswer(a.code, CANCEL_MESSAGES[a.code]) for oid, a in answers.items()}
 
     async def query_order(self, entrust_id: int) -> VenueOrder:
         """A paper order's record, open or completed; 2340 (OrderStateError) when unknown."""

@@ -343,6 +343,8 @@ class Backtest:
         stats.first_ts = index.first_ts
         stats.last_ts = max(index.last_ts or start, clock.ms)
         self._stop(kernel, timeline, replayer, poll, [*periodic, *timers.values()])
+        venue.abandon()  # what still waits out its latency: answered now, within the run
+        replayer.settle()
         collector.sample()
         results = collector.results(stats, engine.counters())
         results["recording"]["file"] = self.recording.name
@@ -404,8 +406,8 @@ class Backtest:
         for step in kernel.stopping_steps("end of recording"):
             if isinstance(step, Settle):
                 settle(min(end, began + int(step.until_s * 1000)))
-            else:  # Drain
-                run_in_flight(end)
+            else:  # Drain: in-flight answers awaited up to venue.timeout_s more, as live
+                run_in_flight(end + int(self.config.venue.timeout_s * 1000))
         replayer.settle()
 
 

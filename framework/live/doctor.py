@@ -334,7 +334,7 @@ def _journal(config: Config) -> Outcome:
     """The journal file: SQLite's quick_check, its intents, open ones by owner (read-only)."""
     path = config.journal.path
     if path is None or path == ":memory:":
-        return "skip", "journal", "a temporary file (journal.path not set): nothing kept across runs"
+        return "skip", "journal", "not set (a temporary file): nothing kept across runs"
     if not Path(path).exists():
         return "ok", "journal", f"{path} does not exist yet: live creates it"
     node = config.node.name

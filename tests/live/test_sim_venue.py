@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from framework.backtest.paper import PaperSettings, PaperVenue, SimVenue
 from framework.backtest.prices import PriceTrack
+from framework.engine.cancels import CancelAnswer, CancelBatch
 from framework.live.rest import RestClient
 from framework.twin.demo import DEMO_API_KEY
 from framework.twin.server import VenueTwin
@@ -173,3 +175,26 @@ async def test_cancel_all_answers_alike(
     assert await sim.cancel_all() == (btc.entrust_id,)
     assert await same(rest, sim, lambda v: v.cancel_all()) == ()
     assert (await same(rest, sim, lambda v: v.cancel_all("XRP-USD")))[1] == 2001
+
+
+async def test_cancels_answer_alike_one_order_and_a_batch(
+    twin: VenueTwin, rest: RestClient, sim: SimVenue
+) -> None:
+    """A batch cancel names no filled quantity or orderId per order on either venue."""
+    placed = await rest.batch_create(
+        [order(f"c{i}", quantity="0.1", price=str(1800 + i)) for i in range(6)]
+    )
+    # a cancel call reads only the orderIds and clientOrderIds of its entries
+    entry: list[Any] = [
+        SimpleNamespace(order_id=r.order_id, client_order_id=r.client_order_id) for r in placed
+    ]
+    over_http = await rest.cancel(CancelBatch(1, entry[0:2]))
+    in_process = await sim.cancel(CancelBatch(2, entry[2:4]))
+    assert list(over_http.values()) == list(in_process.values())
+    assert set(in_process.values()) == {CancelAnswer(200, "SUCCESS")}
+    one_http = await rest.cancel(CancelBatch(3, entry[4:5]))
+    one_sim = await sim.cancel(CancelBatch(4, entry[5:6]))
+    assert [(a.code, a.filled) for a in one_http.values()] == [(200, D(0))]
+    assert [(a.code, a.filled) for a in one_sim.values()] == [(200, D(0))]
+    assert [a.order_id for a in one_http.values()] == [placed[4].order_id]
+    assert [a.order_id for a in one_sim.values()] == [placed[5].order_id]
