@@ -574,9 +574,12 @@ class SimVenue:
         return [match_record(m) for m in found]
 
     def _page(self, pair: str, page_no: int | None, page_size: int | None) -> tuple[int, int]:
-        """pageNo and pageSize as the twin reads them; 2001 for an unknown pair or a bad size."""
+        """pageNo and pageSize as the twin reads them; 2001 for an unknown pair, a page below
+        1 or a bad size."""
         if pair not in self.paper.exchange.markets:
             raise error_for(2001, render_message(2001, "pairName"))
+        if page_no is not None and page_no < 1:
+            raise error_for(2001, render_message(2001, "pageNo"))
         page_size = _PAGE_SIZE if page_size is None else page_size
         if not 0 < page_size <= MAX_PAGE_SIZE:
             raise error_for(2001, render_message(2001, "pageSize"))

@@ -4,8 +4,9 @@ A backtest is built through the same :class:`~framework.engine.kernel.Kernel` as
 node (one Bus, one Portfolio fed through the kernel's frame intake, the config's strategies
 built and attached one way, one ExecutionEngine with the config's ``execution`` settings) and
 differs only at the edges: a :class:`~framework.engine.clock.VirtualClock` set by the replay,
-the recording instead of the stream and the poller, a
-:class:`~framework.backtest.paper.PaperVenue` instead of the REST client.
+the recording instead of the stream and the poller, and the one
+:class:`~framework.engine.venue.Executor` over :class:`~framework.backtest.paper.SimVenue` (the
+paper account) instead of the REST client.
 
 The config file is the live one plus an optional ``backtest:`` section
 (:class:`BacktestSettings`), which :func:`load_backtest_config` takes out before the live
@@ -185,8 +186,8 @@ class Backtest:
     """One dry run: a recording replayed through the live code against a paper venue.
 
     Built through the kernel, as the live node: only the edges differ (a VirtualClock set by
-    the replay, the recording instead of the stream and poller, a :class:`PaperVenue`
-    instead of the REST client).
+    the replay, the recording instead of the stream and poller, the one Executor over a
+    :class:`SimVenue` instead of the REST client).
     """
 
     def __init__(

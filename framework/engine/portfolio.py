@@ -330,7 +330,8 @@ def push_routes(
 def push_router(
     portfolio: Portfolio, publish: Callable[[Event], None]
 ) -> Callable[[PositionPush | AccountPush], None]:
-    """A stream's on_frame: apply each push to portfolio, publish it unless it was dropped."""
+    """The two push routes as one callable (tests and bench_dispatch; the node routes through
+    Kernel.intake): apply each push to portfolio, publish it unless it was dropped."""
     routes = push_routes(portfolio, publish)
 
     def on_frame(push: PositionPush | AccountPush) -> None:

@@ -162,7 +162,7 @@ class RestClient:
         (the write failed before any byte left), ParameterError (refused locally).
         """
         request = self.prepare_batch(orders)
-        return self.finish_batch(request, self.orders.write(request))
+        return self.finish_batch(request, self.write_batch(request))
 
     async def warm_up(self) -> None:
         """Open an order-path connection ahead of the first batch."""
