@@ -39,9 +39,10 @@ import attrs
 from framework.backtest.prices import PriceTrack
 from framework.engine.cancels import CancelAnswer, CancelBatch
 from framework.engine.venue import Answer
-from framework.sim.events import (
-    BalanceChanged,
-    Event,
+from framework.sim.events import BalanceChanged, Event
+from framework.sim.exchange import CANCEL_MESSAGES, Exchange
+from framework.sim.history import OrderRecord as SimOrder
+from framework.sim.records import (
     account_push,
     balance_record,
     match_record,
@@ -49,8 +50,6 @@ from framework.sim.events import (
     position_push,
     position_record,
 )
-from framework.sim.exchange import CANCEL_MESSAGES, Exchange
-from framework.sim.history import OrderRecord as SimOrder
 from framework.sim.state import ExchangeSettings, FeeSettings, PairSettings
 from framework.venue.errors import ORDER_NOT_FOUND, error_for, order_error_for, render_message
 from framework.venue.models import (
