@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import typing
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -177,6 +178,40 @@ def test_malformed_field_raises_decode_error_naming_record_and_field(
     assert err.value.record == cls.__name__
     assert err.value.field == field
     assert cls.__name__ in str(err.value) and field in str(err.value)
+
+
+def _fields_typed(cls: type[Any], kind: type) -> list[msgspec.structs.FieldInfo]:
+    return [
+        f for f in msgspec.structs.fields(cls) if f.type is kind or kind in typing.get_args(f.type)
+    ]
+
+
+CHECKED = [rec for rec in RECORDS if rec[0] is not m.SubscribeAck]
+
+
+@pytest.mark.parametrize(("cls", "wire"), CHECKED, ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity"])
+def test_every_decimal_field_refuses_a_value_that_is_not_finite(
+    cls: type[Any], wire: dict[str, Any], bad: str
+) -> None:
+    fields = _fields_typed(cls, Decimal)
+    assert fields, cls
+    for f in fields:
+        with pytest.raises(DecodeError) as err:
+            decode(cls, {**wire, f.encode_name: bad})
+        assert err.value.field == f.encode_name, (cls, f.name)
+        assert "finite" in str(err.value)
+
+
+@pytest.mark.parametrize(("cls", "wire"), CHECKED, ids=lambda x: getattr(x, "__name__", ""))
+def test_every_date_time_field_without_a_zone_is_read_as_utc(
+    cls: type[Any], wire: dict[str, Any]
+) -> None:
+    for f in _fields_typed(cls, datetime):
+        record = decode(cls, {**wire, f.encode_name: "2024-03-01 12:34:56"})
+        assert getattr(record, f.name) == datetime(2024, 3, 1, 12, 34, 56, tzinfo=UTC), f.name
+        zoned = decode(cls, {**wire, f.encode_name: "2024-03-01T12:34:56+02:00"})
+        assert getattr(zoned, f.name).utcoffset().total_seconds() == 7200, f.name
 
 
 @pytest.mark.parametrize("payload", [None, [], "text", 5, 1.5])
