@@ -34,6 +34,7 @@ import attrs
 import yaml
 
 from framework.engine.execution import ExecutionSettings
+from framework.market_config import MarketConfig, check_market
 from framework.twin.settings import TwinSettings
 from framework.venue.errors import ConfigError
 from framework.venue.requests import OrderManagementPaths
@@ -226,6 +227,8 @@ class Config:
     strategies: list[StrategyConfig] = attrs.Factory(list)
     sources: list[SourceConfig] = attrs.Factory(list)
     """Event sources (framework.engine.strategy.Source), live and in a backtest."""
+    market: MarketConfig = MarketConfig()
+    """The market events heard per pair (framework.market_config); none by default."""
     journal: JournalConfig = JournalConfig()
     recording: RecordingConfig = RecordingConfig()
     logging: LoggingConfig = LoggingConfig()
@@ -372,6 +375,7 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
         ("polling", "positions_interval_s"),
         "must be between 0 and 86400 (0: only at start and after a reconnect)",
     )
+    check_market(config.market, config.pairs, out)
     out.require(bool(config.strategies), ("strategies",), "at least one strategy is required")
     names: set[str] = set()
     for i, strategy in enumerate(config.strategies):

@@ -299,3 +299,43 @@ def test_positions_interval_is_bounded(value: str) -> None:
     text = EMBEDDED.replace("pairs:\n", f"polling:\n  positions_interval_s: {value}\npairs:\n")
     (problem,) = problems_of(text)
     assert problem.startswith("polling.positions_interval_s: must be between 0 and 86400")
+
+
+def test_the_market_section_is_read_per_pair_with_defaults() -> None:
+    text = EMBEDDED + (
+        "market:\n"
+        "  stale_after_s: 4\n"
+        "  pairs:\n"
+        "    ETH-USD: {channels: [trade, kline], periods: [1MIN, 5MIN], index_interval_s: 30}\n"
+    )
+    market = parse_config(text, env={}).market
+    eth = market.pairs["ETH-USD"]
+    assert (eth.channels, eth.periods, eth.mark_interval_s, eth.index_interval_s) == (
+        ["trade", "kline"],
+        ["1MIN", "5MIN"],
+        5.0,
+        30.0,
+    )
+    assert market.stale_after("ETH-USD") == 4.0
+    assert market.stale_after("BTC-USD") is None  # nothing feeds it: never stale
+    assert parse_config(EMBEDDED, env={}).market.stale_after("ETH-USD") is None
+
+
+def test_every_bad_value_of_the_market_section_is_one_located_line() -> None:
+    text = EMBEDDED + (
+        "market:\n"
+        "  stale_after_s: 0\n"
+        "  pairs:\n"
+        "    ETH-USD: {channels: [trade, book, trade], periods: [1MN], mark_interval_s: -2}\n"
+        "    BTC-USD: {}\n"
+    )
+    assert problems_of(text) == [
+        "market.stale_after_s: must be > 0 and at most 86400 s, got 0.0 (line 11)",
+        "market.pairs.ETH-USD.channels[1]: expected one of trade, depth, kline, got 'book' (line 13)",
+        "market.pairs.ETH-USD.channels: each channel at most once (line 13)",
+        "market.pairs.ETH-USD.periods[0]: expected a bar period such as 1MIN, 5MIN, 1HOUR or"
+        " 1DAY, got '1MN' (line 13)",
+        "market.pairs.ETH-USD.mark_interval_s: must be between 0 (never) and 86400 s, got -2.0"
+        " (line 13)",
+        "market.pairs.BTC-USD: pair 'BTC-USD' is not configured under `pairs:` (line 14)",
+    ]
