@@ -169,7 +169,7 @@ def test_the_replay_never_drops_a_decoded_record_in_silence(tmp_path: Path) -> N
 
 def test_every_hook_of_the_base_class_is_a_row_of_the_table() -> None:
     rows = [row.name for row in HOOKS]
-    assert [n for n in vars(Strategy) if n.startswith("on_")] == rows[: rows.index("on_stop") + 1]
+    assert [n for n in vars(Strategy) if n.startswith("on_")] == rows[: rows.index("on_mark") + 1]
     assert "on_tick" in rows  # a plug-in's row (tests.ticks), after the framework's
 
 

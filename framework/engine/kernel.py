@@ -53,6 +53,7 @@ from framework.engine.execution import ExecutionEngine
 from framework.engine.execution_settings import ExecutionSettings
 from framework.engine.intents import OrderIntent
 from framework.engine.journaling import JournalProtocol
+from framework.engine.market import MarketView, market_routes
 from framework.engine.portfolio import Portfolio, push_routes
 from framework.engine.raised import raised
 from framework.engine.strategy import (
@@ -157,8 +158,11 @@ class Kernel:
         self.clock = clock
         self.bus = Bus()
         self.portfolio = Portfolio()
+        self.market = MarketView(clock)
+        """The market as last heard (strategies read it as ``self.market``)."""
         self.routes: dict[type[Any], Callable[[Any], None]] = {
             **push_routes(self.portfolio, self.bus.publish),
+            **market_routes(self.market, self.bus.publish),
             MatchRecord: self.on_match,
         }
         """The intake's routes, record type -> its consumer (see feeds)."""
@@ -240,7 +244,12 @@ class Kernel:
         """
         engine = self.engine
         context = BasicContext(
-            self.portfolio, self.clock, submit or engine.submit, schedule, orders=engine
+            self.portfolio,
+            self.clock,
+            submit or engine.submit,
+            schedule,
+            orders=engine,
+            market=self.market,
         )
         built: list[Strategy] = []
         if factories is not None:

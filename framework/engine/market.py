@@ -19,13 +19,14 @@ data").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
 
 from framework.engine.clock import Clock
 from framework.venue.market import Bar, Book, IndexPrice, MarketRecord, MarkPrice, Trade
 
-__all__ = ["MAX_PAIRS", "MAX_PERIODS", "MarketView"]
+__all__ = ["MAX_PAIRS", "MAX_PERIODS", "MarketView", "market_routes"]
 
 MAX_PAIRS: Final = 1024
 """Pairs the read model keeps by default; records of further pairs are not taken."""
@@ -135,3 +136,25 @@ class MarketView:
     def pairs(self) -> list[str]:
         """The pairs heard from, in the order first heard."""
         return list(self._heard)
+
+
+def market_routes(
+    view: MarketView, publish: Callable[[Any], None]
+) -> dict[type[Any], Callable[[Any], None]]:
+    """The kernel's intake routes of the market records: each kept by view, then published.
+
+    Every record reaches the hooks (on_trade, on_book, on_bar, on_mark), also one the view
+    keeps no newer record for (a REST page lists trades newest first): the hooks hear what
+    the source delivered, in its order; the view answers what is latest. An index price has
+    no hook: only the view takes it.
+    """
+    apply = view.apply
+
+    def take(record: Any) -> None:
+        apply(record)
+        publish(record)
+
+    def keep(record: Any) -> None:
+        apply(record)
+
+    return {Trade: take, Book: take, Bar: take, MarkPrice: take, IndexPrice: keep}

@@ -1,8 +1,9 @@
 """Plug-ins: the Strategy base class, its hook table and loading, and event sources.
 
 A strategy overrides any of the plain (not async) hooks ``on_start``, ``on_position``,
-``on_account``, ``on_match``, ``on_order``, ``on_timer`` and ``on_stop``; it acts through
-``submit``/``submit_many`` and reads ``params``, ``portfolio``, ``now()`` and ``log``. What it
+``on_account``, ``on_match``, ``on_order``, ``on_timer``, ``on_stop`` and the market's
+``on_trade``, ``on_book``, ``on_bar`` and ``on_mark``; it acts through ``submit``/
+``submit_many`` and reads ``params``, ``portfolio``, ``market``, ``now()`` and ``log``. What it
 touches outside itself goes through a :class:`StrategyContext` the runtime provides (live
 node or backtest), so the same class runs in both.
 
@@ -38,9 +39,11 @@ from framework.engine.events import (
     Timer,
 )
 from framework.engine.intents import OrderIntent
+from framework.engine.market import MarketView
 from framework.engine.open_orders import OpenOrder
 from framework.engine.portfolio import Portfolio
 from framework.venue.errors import ConfigError
+from framework.venue.market import Bar, Book, MarkPrice, Trade
 from framework.venue.models import AccountPush, MatchRecord, PositionPush
 
 __all__ = [
@@ -85,6 +88,11 @@ class StrategyContext(Protocol):
         """Cancels and open orders (the execution engine); None where there is none."""
         ...
 
+    @property
+    def market(self) -> MarketView | None:
+        """The latest market records per pair (the kernel's read model); None where none."""
+        ...
+
 
 class OrderDesk(Protocol):
     """What a strategy may ask of the execution engine besides submitting (cancels)."""
@@ -113,6 +121,7 @@ class BasicContext:
     submitter: Callable[[str, OrderIntent], str]
     scheduler: Callable[[str, str, float], None] | None = None
     orders: OrderDesk | None = None
+    market: MarketView | None = None
 
     def submit(self, strategy: str, intent: OrderIntent) -> str:
         """Delegate to submitter(strategy, intent)."""
@@ -182,12 +191,32 @@ class Strategy:
     def on_stop(self) -> None:
         """The node is stopping: last chance to log or submit."""
 
+    def on_trade(self, trade: Trade) -> None:
+        """A trade of the market on a traded pair (price, quantity, taker side, time)."""
+
+    def on_book(self, book: Book) -> None:
+        """A book snapshot of a traded pair (best_bid, best_ask, mid; levels best first)."""
+
+    def on_bar(self, bar: Bar) -> None:
+        """A bar of a traded pair (open, high, low, close of its period)."""
+
+    def on_mark(self, mark: MarkPrice) -> None:
+        """A mark price of a traded pair (polled: the venue pushes none)."""
+
     # ---- what a strategy may do
 
     @property
     def portfolio(self) -> Portfolio:
         """Positions and balances, kept current from pushes and snapshots."""
         return self._context.portfolio
+
+    @property
+    def market(self) -> MarketView:
+        """The market as last heard: last(pair), mark, index, book, bar(pair, period), age."""
+        market: MarketView | None = getattr(self._context, "market", None)
+        if market is None:
+            raise RuntimeError("this runtime has no market view")
+        return market
 
     def trades(self, pair: str | None) -> bool:
         """True when this strategy trades pair (every pair when pairs is None)."""
@@ -329,8 +358,10 @@ class Hook:
     """True: only the strategy the event names (``event.strategy``) gets it, others see
     ``others(argument)`` when others is set; False: every strategy gets it."""
     by_pair: bool = False
-    """The pairs filter: a strategy trading some pairs gets it when the argument's ``symbol``
-    is one of them (never applied to the owner)."""
+    """The pairs filter: a strategy trading some pairs gets it when the argument's pair
+    (its attribute named by ``pair``) is one of them (never applied to the owner)."""
+    pair: str = "symbol"
+    """The argument's attribute naming its pair (the venue's pushes: symbol; market: pair)."""
     arg: str | None = ""
     """What the hook is called with: the event (""), its attribute of that name, or nothing."""
     others: Callable[[Any], Any] | None = None
@@ -353,6 +384,10 @@ HOOKS: list[Hook] = [
     Hook("on_timer", Timer, owner=True, arg="name"),
     Hook("on_cancel_rejected", CancelRejected, owner=True),
     Hook("on_stop", Stopping, arg=None),
+    Hook("on_trade", Trade, by_pair=True, pair="pair"),
+    Hook("on_book", Book, by_pair=True, pair="pair"),
+    Hook("on_bar", Bar, by_pair=True, pair="pair"),
+    Hook("on_mark", MarkPrice, by_pair=True, pair="pair"),
 ]
 """The hook table: it drives :func:`attach`, the README's hook list and the scaffold."""
 
@@ -402,6 +437,14 @@ def _handler(
         if filtered is None:
             return method  # the hook itself
         some = filtered
+        if row.pair != "symbol":
+            pair_of = attrgetter(row.pair)
+
+            def by_named_pair(event: Any) -> None:
+                if pair_of(event) in some:
+                    method(event)
+
+            return _named(by_named_pair, row.name)
 
         def by_pair(event: Any) -> None:
             if event.symbol in some:

@@ -12,6 +12,7 @@ from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock
 from framework.engine.events import OrderUpdate, Started
 from framework.engine.kernel import Kernel, StrategyBuildError
+from framework.venue.market import Bar, Book, IndexPrice, MarkPrice, Trade
 
 CONFIG = """\
 venue: {embedded: true}
@@ -79,3 +80,61 @@ def test_strategies_get_on_start_from_the_kernel_and_submit_through_its_engine()
     refused = k.engine.submit("fine", OrderIntent(pair="ETH-USD", is_long=True,
                                                   quantity=Decimal("0.1")))  # fmt: skip
     assert [(u.client_order_id, u.code) for u in fine.updates] == [(refused, 9013)]
+
+
+class Listener(Strategy):
+    """Keeps the market records its hooks hear, and what self.market says at each."""
+
+    def on_start(self) -> None:
+        self.heard: list[object] = []
+        self.lasts: list[object] = []
+
+    def on_trade(self, trade: Trade) -> None:
+        self.heard.append(trade)
+        self.lasts.append(self.market.last(trade.pair))
+
+    def on_book(self, book: Book) -> None:
+        self.heard.append(book)
+
+    def on_bar(self, bar: Bar) -> None:
+        self.heard.append(bar)
+
+    def on_mark(self, mark: MarkPrice) -> None:
+        self.heard.append(mark)
+        self.lasts.append(self.market.reference_price(mark.pair))
+
+
+ONE, TWO = Decimal(1), Decimal(2)
+MARKET = """\
+venue: {embedded: true}
+pairs:
+  ETH-USD: {}
+  BTC-USD: {}
+strategies:
+  - name: eth
+    class: tests.engine.test_kernel:Listener
+    params: {pair: ETH-USD}
+"""
+
+
+def test_market_records_reach_the_hooks_of_their_pair_and_self_market() -> None:
+    k = kernel(MARKET)
+    (listener,) = k.load_strategies(schedule=None)
+    assert isinstance(listener, Listener)
+    k.start()
+    k.feeds("market", (Trade, Book, Bar, MarkPrice, IndexPrice))
+    eth = [
+        Trade(pair="ETH-USD", price=Decimal("2001"), quantity=Decimal("1"), time=2),
+        Trade(pair="ETH-USD", price=Decimal("2000"), quantity=Decimal("1"), time=1),  # older
+        Book(pair="ETH-USD", bids=((Decimal(1999), Decimal(1)),), asks=(), time=3),
+        Bar(pair="ETH-USD", period="1MIN", open=ONE, high=TWO, low=ONE, close=TWO),
+        MarkPrice(pair="ETH-USD", price=Decimal("2002.5")),
+    ]
+    btc = Trade(pair="BTC-USD", price=Decimal("60000"), quantity=Decimal("1"))
+    for record in [eth[0], btc, *eth[1:], IndexPrice(pair="ETH-USD", price=Decimal("2003"))]:
+        k.intake(record)
+    assert listener.heard == eth  # every record of its pair, in order; BTC's not
+    assert listener.lasts == [Decimal("2001"), Decimal("2001"), Decimal("2002.5")]
+    assert k.market.last("BTC-USD") == Decimal("60000")  # the view keeps every pair
+    assert k.market.index("ETH-USD") == Decimal("2003")  # no hook: the view takes it
+    assert k.market.book("ETH-USD") == eth[2]
