@@ -41,6 +41,7 @@ import site
 import sysconfig
 import tempfile
 import threading
+import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -120,6 +121,8 @@ class SweepResult:
     """Why fewer trials than requested ran: no new parameters were left to try."""
     duplicates: int = 0
     """Proposals of parameters already taken, told PRUNED instead of run (see sweep_queue)."""
+    lost: str | None = None
+    """Why the sweep stopped early because the cluster had no worker left (None: it did not)."""
 
 
 def trial_dir(out: Path, number: int) -> Path:
@@ -357,6 +360,7 @@ def run_sweep(
     dists = distributions(sweep)
     ran = 0
     interrupted = False
+    lost: str | None = None
     pending: dict[Future[TrialOutcome], Queued] = {}
     ready: list[Queued] = []  # asked ahead: a worker that finishes is given work at once
     with (
@@ -401,10 +405,11 @@ def run_sweep(
                 futures.add(future)
 
         stopping = threading.Event()
+        gone = _WorkersGone(client, sweep.file.workers.lost_after_s)
         try:
             with _ctrl_c_sets(stopping):
                 submit()
-                while (future := _next_done(futures, stopping)) is not None:
+                while (future := _next_done(futures, stopping, gone)) is not None:
                     queued = pending.pop(future)
                     done += 1
                     submit()  # first: the worker idles until its next trial arrives
@@ -419,6 +424,11 @@ def run_sweep(
                         if ahead is not None:
                             ready.append(ahead)
             interrupted = stopping.is_set()
+            if gone.expired() and not interrupted:
+                lost = (
+                    f"no worker in the cluster for {gone.lost_after_s:g} s"
+                    f" ({len(pending)} trials in flight are kept for --resume)"
+                )
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -440,6 +450,7 @@ def run_sweep(
         written=written,
         exhausted=queue.exhausted,
         duplicates=queue.duplicates,
+        lost=lost,
     )
 
 
@@ -468,10 +479,34 @@ def _ctrl_c_sets(stopping: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _next_done(futures: as_completed, stopping: threading.Event) -> Future[TrialOutcome] | None:
-    """The next finished trial's future; None when none is left or stopping is set."""
+class _WorkersGone:
+    """Whether the cluster has had no worker for lost_after_s (asked at most once a second)."""
+
+    def __init__(self, client: Client, lost_after_s: float) -> None:
+        self.client = client
+        self.lost_after_s = lost_after_s
+        self._asked = 0.0
+        self._none_since: float | None = None
+
+    def expired(self) -> bool:
+        """True once no worker has been seen for lost_after_s."""
+        now = time.monotonic()
+        if now - self._asked >= 1.0:
+            self._asked = now
+            if self.client.nthreads():
+                self._none_since = None
+            elif self._none_since is None:
+                self._none_since = now
+        return self._none_since is not None and now - self._none_since >= self.lost_after_s
+
+
+def _next_done(
+    futures: as_completed, stopping: threading.Event, gone: _WorkersGone
+) -> Future[TrialOutcome] | None:
+    """The next finished trial's future; None when none is left, stopping is set or the
+    cluster has had no worker for too long."""
     while not futures.has_ready():
-        if stopping.is_set() or futures.is_empty():
+        if stopping.is_set() or futures.is_empty() or gone.expired():
             return None
         with futures.thread_condition:  # notified by as_completed as each future finishes
             futures.thread_condition.wait(timeout=0.1)

@@ -115,6 +115,9 @@ def sweep_main(argv: list[str]) -> int:
     if result.interrupted:
         print(f"sweep: interrupted; continue with --resume --out {out}", file=sys.stderr)
         return 130
+    if result.lost is not None:
+        print(f"sweep: stopped: {result.lost}; continue with --resume --out {out}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -99,11 +99,14 @@ class SamplerSettings:
 
 @attrs.frozen(kw_only=True)
 class WorkerSettings:
-    """``workers:``: how the recording reaches the workers."""
+    """``workers:``: how the recording reaches the workers, and how long none may be there."""
 
     recording: str = "ship"
     """ship: the client sends the file once to each worker, which keeps it on its local disk;
     shared: every worker reads the same path (shared storage mounted alike everywhere)."""
+    lost_after_s: float = 60.0
+    """Stop the sweep when the cluster has had no worker for this long (trials in flight stay
+    for --resume); Dask itself would wait for a worker for ever."""
 
 
 @attrs.frozen(kw_only=True)
@@ -324,6 +327,11 @@ def _check_file(file: SweepFile, out: Problems) -> None:
     one_of(("objective", "direction"), file.objective.direction, ("maximize", "minimize"))
     one_of(("sampler", "kind"), file.sampler.kind, SAMPLERS)
     one_of(("workers", "recording"), file.workers.recording, ("ship", "shared"))
+    if not 0 < file.workers.lost_after_s <= 86400:
+        out.add(
+            ("workers", "lost_after_s"),
+            f"must be > 0 and at most 86400 s, got {file.workers.lost_after_s!r}",
+        )
     if file.trials is not None and file.trials < 1:
         out.add(("trials",), f"must be at least 1, got {file.trials}")
     if file.sampler.startup_trials < 1:

@@ -6,6 +6,7 @@ holding the same parameters. Recordings are tiny (a trial takes a fraction of a 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
@@ -61,6 +62,7 @@ FLAKY = '''\
 from __future__ import annotations
 
 import os
+import threading
 
 import attrs
 
@@ -76,9 +78,14 @@ class Flaky(Pulse):
 
         boom: int = 0
         die: int = 0
+        hang: int = 0
 
     def __init__(self, name, context, params=None, **kwargs):
         params = dict(params or {})
+        if params.pop("hang", 0) == 1:  # a trial that never ends, its start marked in a file
+            with open(os.environ["SWEEP_HANG_MARK"], "w") as mark:
+                mark.write("started")
+            threading.Event().wait()
         if params.pop("die", 0) == 1:
             os._exit(3)
         if params.pop("boom", 0) == 1:
@@ -191,6 +198,16 @@ def test_embedded_local_cluster_sweep_matches_single_backtests(
 @pytest.fixture
 def dask_cluster(tmp_path: Path) -> Iterator[str]:
     """``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (free ports)."""
+    with _dask(tmp_path, 2) as (address, _):
+        yield address
+
+
+@contextlib.contextmanager
+def _dask(
+    tmp_path: Path, workers: int, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
+    """A ``dask scheduler`` and ``workers`` worker processes (no nanny: a killed one stays
+    dead); yields the address and the worker processes."""
     from distributed import Client
 
     dask = Path(sys.executable).with_name("dask")
@@ -198,7 +215,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
     elsewhere = tmp_path / "workers"
     elsewhere.mkdir()
     file = tmp_path / "scheduler.json"  # the address of a free port (--port 0)
-    env = {**os.environ, "PYTHONPATH": ""}  # workers find nothing beside the sweep file
+    env = {**os.environ, "PYTHONPATH": "", **(env or {})}  # workers find nothing beside it
     procs: list[subprocess.Popen[bytes]] = []
     try:
         procs.append(
@@ -222,7 +239,7 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
         )
         until(lambda: file.exists() and file.stat().st_size > 0, 30, "scheduler file")
         address = until(lambda: _address(file), 30, "scheduler address")
-        for i in range(2):
+        for i in range(workers):
             procs.append(
                 subprocess.Popen(
                     [
@@ -250,8 +267,8 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
             )
         client = Client(address, timeout="20s")
         try:
-            client.wait_for_workers(2, timeout=60)
-            yield address
+            client.wait_for_workers(workers, timeout=60)
+            yield address, procs[1:]
         finally:
             # Workers are told to close first; then the scheduler and the client.
             client.retire_workers(close_workers=True)
@@ -667,3 +684,40 @@ def test_a_swept_parameter_a_dataclass_params_lacks_is_located(tmp_path: Path) -
         "params.flaky.evry_s: strategy 'flaky' (dcflaky:Flaky) has no parameter 'evry_s'"
         " (it has: every_s, hold, pair, quantity) (line 5)"
     ) in str(caught.value), str(caught.value)
+
+
+HANGING = """\
+backtest: backtest.yaml
+objective: {metric: pnl.USD.net_pnl}
+sampler: {kind: grid}
+workers: {lost_after_s: 1}
+params:
+  flaky:
+    hang: [1]
+"""
+
+
+def test_a_sweep_whose_every_worker_is_gone_stops_with_one_line(
+    tmp_path: Path, recording: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Dask waits for a worker for ever; the sweep stops after workers.lost_after_s."""
+    import threading
+
+    mark = tmp_path / "hanging"
+    sweep = _setup(tmp_path, "flaky_hang", HANGING)
+    out = tmp_path / "out"
+    argv = ["-c", str(sweep), "--recording", str(recording), "--out", str(out)]
+    with _dask(tmp_path, 1, {"SWEEP_HANG_MARK": str(mark)}) as (address, (worker,)):
+        codes: list[int] = []
+        run = threading.Thread(
+            target=lambda: codes.append(sweep_main([*argv, "--scheduler", address])), daemon=True
+        )
+        run.start()
+        until(mark.exists, 60, "the trial to start on the worker")
+        worker.kill()  # no nanny: it stays dead, and the trial with it
+        run.join(timeout=120)
+        assert not run.is_alive(), "the sweep still waits for a worker"
+    assert codes == [1]
+    err = capsys.readouterr().err
+    assert "sweep: stopped: no worker in the cluster for 1 s (1 trials in flight are kept" in err
+    assert f"continue with --resume --out {out}" in err
