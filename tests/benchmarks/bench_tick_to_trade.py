@@ -1,6 +1,11 @@
-"""Tick-to-trade on loopback: a position push sent -> the batchCreate answering it received.
+"""Tick-to-trade on loopback: a push sent -> the batchCreate answering it received.
 
     python tests/benchmarks/bench_tick_to_trade.py [--pushes 600] [--rounds 3] [--gap-ms 4]
+        [--market]
+
+The private path (default): a position push (api_position) -> the order. ``--market``: a
+market trade (api_trade, heard through the ``market:`` feed on its own connection, the
+strategy's ``on_trade``) -> the order.
 
 A small local venue runs in a process of its own (``--venue``; NOT the twin's app: an asyncio
 HTTP/1.1 server and a websockets server that only acknowledge subscriptions, push position
@@ -42,6 +47,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from framework import OrderIntent, PositionPush, Strategy  # noqa: E402
+from framework.venue.market import Trade  # noqa: E402
 
 # A throwaway key published in eth-account's documentation: test data, never real funds.
 KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
@@ -64,6 +70,20 @@ class OnePush(Strategy):
         )
 
 
+class OneTrade(Strategy):
+    """One market order per market trade; the client order id names the trade."""
+
+    def on_trade(self, trade: Trade) -> None:
+        self.submit(
+            OrderIntent(
+                pair=trade.pair,
+                is_long=True,
+                quantity=Decimal("0.01"),
+                client_order_id=f"t{trade.id}",
+            )
+        )
+
+
 # ------------------------------------------------------------------------------- the venue
 
 
@@ -79,7 +99,9 @@ BALANCE = {"userId": 1, "coinId": 1, "symbol": "USD", "availableAmount": "100000
 class Venue:
     """Pushes to one subscribed connection at a time and timestamps the orders that answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, market: bool) -> None:
+        self.market = market
+        self.event = "api_trade" if market else "api_position"
         self.clients: list[Any] = []
         self.waiting: dict[int, asyncio.Future[int]] = {}
         self.next_id = 1
@@ -109,15 +131,29 @@ class Venue:
             event = sub.get("event")
             ack: dict[str, Any] = {"event": f"{event}_res", "method": "SUBSCRIBE",
                                    "msg": f"subscribe {event} success", "success": True}  # fmt: skip
-            if event == "api_position":
-                ack["pair"] = sub.get("pair")
-            else:
+            if event == "api_account":
                 ack["symbol"] = sub.get("symbol")
+            else:
+                ack["pair"] = sub.get("pair")
             await ws.send(orjson.dumps(ack).decode())
-            if not registered and event == "api_position":
+            if not registered and event == self.event:
                 registered = True
                 self.clients.append(ws)
                 print(f"subscribed {len(self.clients)}", flush=True)
+
+    def frame(self, pid: int) -> str:
+        """The push numbered pid: a position push, or a market trade (``--market``)."""
+        if self.market:
+            ms = int(time.time() * 1000)
+            return orjson.dumps({"event": "api_trade", "pair": PAIR, "data": [{
+                "contractMatchPairId": pid, "pair": PAIR, "price": "2000.5", "quantity": "0.01",
+                "amount": "20.005", "isLong": True, "time": ms, "timestamp": ms,
+                "contractPairId": 1}]}).decode()  # fmt: skip
+        return orjson.dumps({"event": "api_position", "success": True, "data": {
+            "changeType": "NEW", "currentQuantity": "0.01", "direction": "LONG",
+            "operateQuantity": "0.01", "positionId": pid, "symbol": PAIR,
+            "canClosedQuantity": "0.01", "contractPairId": 1, "positionType": 3,
+            "openingPrice": "2000", "marginAmount": "2", "marginCallAmount": "0"}}).decode()  # fmt: skip
 
     async def run_round(self, client: int, pushes: int, gap_s: float) -> list[int]:
         """Push to one client; push-sent -> order-arrived in ns, per push (-1: none came)."""
@@ -127,11 +163,7 @@ class Venue:
         for _ in range(pushes):
             pid = self.next_id
             self.next_id += 1
-            frame = orjson.dumps({"event": "api_position", "success": True, "data": {
-                "changeType": "NEW", "currentQuantity": "0.01", "direction": "LONG",
-                "operateQuantity": "0.01", "positionId": pid, "symbol": PAIR,
-                "canClosedQuantity": "0.01", "contractPairId": 1, "positionType": 3,
-                "openingPrice": "2000", "marginAmount": "2", "marginCallAmount": "0"}}).decode()  # fmt: skip
+            frame = self.frame(pid)
             fut: asyncio.Future[int] = loop.create_future()
             self.waiting[pid] = fut
             sent = time.perf_counter_ns()
@@ -189,11 +221,11 @@ class HttpVenue(asyncio.Protocol):
             )
 
 
-async def serve_venue() -> None:
+async def serve_venue(market: bool) -> None:
     """The venue process: print the ports, then obey 'go CLIENT PUSHES GAP_S' lines."""
     from websockets.asyncio.server import serve
 
-    venue = Venue()
+    venue = Venue(market)
     loop = asyncio.get_running_loop()
     http = await loop.create_server(lambda: HttpVenue(venue), "127.0.0.1", 0)
     async with serve(venue.ws_handler, "127.0.0.1", 0, compression=None) as ws_server:
@@ -210,8 +242,10 @@ async def serve_venue() -> None:
 # ------------------------------------------------------------------------------ the clients
 
 
-async def run_daemon(base_url: str, ws_url: str, journal: str, stop: asyncio.Event) -> None:
-    """The framework's daemon with OnePush, until stop is set."""
+async def run_daemon(
+    base_url: str, ws_url: str, journal: str, stop: asyncio.Event, market: bool
+) -> None:
+    """The framework's daemon with OnePush (OneTrade with ``--market``), until stop is set."""
     import yaml
 
     from framework.config import parse_config
@@ -232,11 +266,13 @@ async def run_daemon(base_url: str, ws_url: str, journal: str, stop: asyncio.Eve
         "strategies": [
             {
                 "name": "one",
-                "class": "tests.benchmarks.bench_tick_to_trade:OnePush",
+                "class": f"tests.benchmarks.bench_tick_to_trade:{'OneTrade' if market else 'OnePush'}",
                 "params": {"pair": PAIR},
             }
         ],
     }
+    if market:  # trades only; no mark poll (the venue here answers no market REST)
+        data["market"] = {"pairs": {PAIR: {"channels": ["trade"], "mark_interval_s": 0}}}
     config = parse_config(yaml.safe_dump(data), env={"SECRET": KEY})
     node = Node(config)
     runner = asyncio.ensure_future(node.run())
@@ -245,7 +281,9 @@ async def run_daemon(base_url: str, ws_url: str, journal: str, stop: asyncio.Eve
     await runner
 
 
-async def run_floor(host: str, http_port: int, ws_url: str, stop: asyncio.Event) -> None:
+async def run_floor(
+    host: str, http_port: int, ws_url: str, stop: asyncio.Event, market: bool
+) -> None:
     """The floor: websockets, one raw keep-alive socket, the signer, one write per request."""
     from websockets.asyncio.client import connect
 
@@ -260,7 +298,8 @@ async def run_floor(host: str, http_port: int, ws_url: str, stop: asyncio.Event)
     )
     async with connect(ws_url, compression=None) as ws:
         ts = str(int(time.time() * 1000))
-        await ws.send(orjson.dumps({"method": "SUBSCRIBE", "event": "api_position",
+        event = "api_trade" if market else "api_position"
+        await ws.send(orjson.dumps({"method": "SUBSCRIBE", "event": event,
                                     "apiKey": API_KEY, "signType": "2",
                                     "signature": signer.sign(ts), "timestamp": int(ts),
                                     "pair": PAIR}).decode())  # fmt: skip
@@ -268,12 +307,17 @@ async def run_floor(host: str, http_port: int, ws_url: str, stop: asyncio.Event)
         async def consume() -> None:
             async for message in ws:
                 frame = orjson.loads(message)
-                if frame.get("event") != "api_position":
+                if frame.get("event") != event:
                     continue
-                data = frame["data"]
+                if market:
+                    data = frame["data"][0]
+                    coid, pair = f"t{data['contractMatchPairId']}", data["pair"]
+                else:
+                    data = frame["data"]
+                    coid, pair = f"t{data['positionId']}", data["symbol"]
                 body = orjson.dumps({"orders": [{
-                    "clientOrderId": f"t{data['positionId']}", "isLong": True, "isMarket": True,
-                    "lever": 10, "matchType": 1, "pairName": data["symbol"], "positionType": 3,
+                    "clientOrderId": coid, "isLong": True, "isMarket": True,
+                    "lever": 10, "matchType": 1, "pairName": pair, "positionType": 3,
                     "price": None, "quantity": "0.01"}],
                     "timestamp": str(int(time.time() * 1000))})  # fmt: skip
                 sig = signer.sign(body.decode())
@@ -302,7 +346,8 @@ def percentile(values: list[int], q: float) -> float:
 async def main(args: argparse.Namespace) -> None:
     """Start the venue and both clients, alternate rounds, print the figures."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, __file__, "--venue", stdin=asyncio.subprocess.PIPE,
+        sys.executable, __file__, "--venue", *(["--market"] if args.market else []),
+        stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, cwd=ROOT,
     )  # fmt: skip
     assert proc.stdout is not None and proc.stdin is not None
@@ -319,13 +364,16 @@ async def main(args: argparse.Namespace) -> None:
     base_url, ws_url = f"http://127.0.0.1:{http_port}", f"ws://127.0.0.1:{ws_port}/api/market/ws"
     stop = asyncio.Event()
     with tempfile.TemporaryDirectory() as tmp:
-        daemon = asyncio.ensure_future(run_daemon(base_url, ws_url, f"{tmp}/journal.db", stop))
+        daemon = asyncio.ensure_future(
+            run_daemon(base_url, ws_url, f"{tmp}/journal.db", stop, args.market)
+        )
         await asyncio.wait_for(expect("subscribed 1"), 20)
-        floor = asyncio.ensure_future(run_floor("127.0.0.1", http_port, ws_url, stop))
+        floor = asyncio.ensure_future(run_floor("127.0.0.1", http_port, ws_url, stop, args.market))
         await asyncio.wait_for(expect("subscribed 2"), 20)
         rounds: dict[str, list[tuple[float, float]]] = {"daemon": [], "floor": []}
         warm = max(1, args.pushes // 10)
-        print(f"{args.pushes} pushes per round ({warm} warm-up), gap {args.gap_ms} ms; p50/p99 ms")
+        what = "market trades (api_trade)" if args.market else "position pushes (api_position)"
+        print(f"{args.pushes} {what} per round ({warm} warm-up), gap {args.gap_ms} ms; p50/p99 ms")
         for r in range(args.rounds):
             for name, client in (("daemon", 1), ("floor", 2)):
                 proc.stdin.write(f"go {client} {args.pushes} {args.gap_ms / 1000}\n".encode())
@@ -354,11 +402,12 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     if "--venue" in sys.argv:
-        asyncio.run(serve_venue())
+        asyncio.run(serve_venue("--market" in sys.argv))
         sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pushes", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--gap-ms", type=float, default=4.0)
+    parser.add_argument("--market", action="store_true", help="market trades, not positions")
     os.environ.setdefault("PYTHONHASHSEED", "0")
     asyncio.run(main(parser.parse_args()))
