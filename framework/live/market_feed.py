@@ -169,17 +169,15 @@ class MarketFeed:
         return out
 
     def start(self, tg: anyio.abc.TaskGroup, scheduler: AsyncIOScheduler) -> None:
-        """Open the socket and start the polls (each polled once now), in tg and scheduler."""
+        """Open the socket and poll each price now, then on its interval (tg, scheduler)."""
         if self.stream is None and not self.polls:
             return
         self._scope = anyio.CancelScope()
-        for poll in self.polls:
-            poll.start(scheduler)
-        tg.start_soon(self._run)
+        tg.start_soon(self._run, scheduler)
         if self.stream is not None:
             log.info("market stream starting", extra={"ws_url": self.stream.url})
 
-    async def _run(self) -> None:
+    async def _run(self, scheduler: AsyncIOScheduler) -> None:
         """The socket and the first polls, until stop()."""
         assert self._scope is not None
         with self._scope:
@@ -187,7 +185,13 @@ class MarketFeed:
                 if self.stream is not None:
                     tg.start_soon(self.stream.run)
                 for poll in self.polls:
-                    tg.start_soon(poll.poll)
+                    tg.start_soon(self._first_poll, poll, scheduler)
+
+    async def _first_poll(self, poll: PricePoll, scheduler: AsyncIOScheduler) -> None:
+        """Poll now; then the poll's job, its first run one interval later (never two at once)."""
+        await poll.poll()
+        if not poll.off and not self.stopped:
+            poll.start(scheduler)
 
     def stop(self) -> None:
         """Stop the polls and close the socket (idempotent): no market record comes after."""

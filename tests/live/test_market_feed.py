@@ -11,12 +11,14 @@ poll.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 import pytest
@@ -24,15 +26,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
+from websockets.asyncio.server import ServerConnection, serve
 
 from framework import Strategy
 from framework.config import Config, parse_config
+from framework.engine.clock import VirtualClock
+from framework.live.market_stream import MarketStream, Subscription
 from framework.live.node import Node
 from framework.recording import RecordingReader, RestRecord, WsRecord
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
 from framework.twin.settings import PriceSettings, TwinSettings
 from framework.venue.market import Bar, Book, MarketPaths, MarkPrice, Trade
+from framework.venue.requests import RequestBuilder
+from framework.venue.signing import make_signer
 from tests.live.conftest import eventually
 from tests.node_running import running
 
@@ -42,6 +49,7 @@ PAIR = "ETH-USD"
 WS_PATH = "/test/market/ws"
 T0 = 1_700_000_000_000
 DROP = "drop"
+BUILDER = RequestBuilder(DEMO_API_KEY, make_signer(2, DEMO_PRIVATE_KEY))
 
 
 class Listener(Strategy):
@@ -195,8 +203,28 @@ class MarketServer:
         return Response(orjson.dumps(body), media_type="application/json")
 
 
-def config(twin: VenueTwin, tmp_path: Path, *, interval_s: float = 0.05, extra: str = "") -> Config:
+def config(
+    twin: VenueTwin,
+    tmp_path: Path,
+    *,
+    interval_s: float = 0.05,
+    extra: str = "",
+    market: str | None = None,
+) -> Config:
     """A node on the twin hearing ETH-USD's trades, book, 1MIN bars, mark and index."""
+    section = (
+        market
+        or f"""\
+market:
+  ws_path: {WS_PATH}
+  pairs:
+    ETH-USD:
+      channels: [trade, depth, kline]
+      periods: [1MIN]
+      mark_interval_s: {interval_s}
+      index_interval_s: {interval_s}
+"""
+    )
     text = f"""\
 venue:
   base_url: {twin.base_url}
@@ -213,15 +241,7 @@ stream:
 journal:
   path: {tmp_path / "journal.sqlite"}
 metrics: {{enabled: true, host: 127.0.0.1, port: 0}}
-market:
-  ws_path: {WS_PATH}
-  pairs:
-    ETH-USD:
-      channels: [trade, depth, kline]
-      periods: [1MIN]
-      mark_interval_s: {interval_s}
-      index_interval_s: {interval_s}
-strategies:
+{section}strategies:
   - name: listener
     class: tests.live.test_market_feed:Listener
     params: {{pair: ETH-USD}}
@@ -376,3 +396,150 @@ async def test_a_failing_mark_poll_is_told_and_the_node_goes_on(
     assert "HTTP 500" in told[0].getMessage()
     assert 'perp_market_poll_errors_total{kind="mark"}' in text
     assert strategy.marks[-1].price == Decimal("2000.25")
+
+
+class RefPrice:
+    """A user source (``market: {source: ...}``): one mark price, from its params."""
+
+    records = (MarkPrice,)
+
+    def __init__(self, name: str, params: dict[str, Any]) -> None:
+        self.name = name
+        self.params = params
+
+    async def run(self, feed: Callable[[Any], None]) -> None:
+        feed(MarkPrice(pair=PAIR, price=Decimal(self.params["price"])))
+        await anyio.sleep_forever()
+
+    def timed(self, start_ms: int) -> Iterator[tuple[int, Any]]:
+        return iter(())
+
+
+async def test_a_user_source_named_in_the_market_section_feeds_the_strategies(
+    venue: tuple[VenueTwin, MarketServer], tmp_path: Path
+) -> None:
+    twin, market = venue
+    section = """\
+market:
+  source: tests.live.test_market_feed:RefPrice
+  params: {price: "1234.5"}
+"""
+    node = Node(config(twin, tmp_path, market=section))
+    async with running(node):
+        strategy = listener(node)
+        await eventually(lambda: strategy.marks)
+    assert strategy.marks == [MarkPrice(pair=PAIR, price=Decimal("1234.5"))]
+    assert [source.name for source in node.kernel.sources] == ["market"]
+    assert market.connections == 0 and market.price_asks == 0  # nothing asked of the venue
+
+
+async def test_a_price_path_the_venue_lacks_stops_its_poll_in_one_line(
+    venue: tuple[VenueTwin, MarketServer], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    twin, market = venue
+    market.mark_status = 404
+    node = Node(config(twin, tmp_path, interval_s=0.01))
+    async with running(node):
+        feed = node.market_feed
+        assert feed is not None
+        await eventually(lambda: all(poll.off for poll in feed.polls))
+        asked = market.price_asks
+        await eventually(lambda: subscribed(node))  # the node goes on
+    assert asked == 2  # one mark, one index: then never again
+    told = [r.getMessage() for r in caplog.records if "not offered" in r.getMessage()]
+    assert len(told) == 2 and "polls stopped" in told[0]
+
+
+# ---- MarketStream alone, against a plain websockets server
+
+
+@contextlib.asynccontextmanager
+async def plain_server(
+    handler: Callable[[ServerConnection, int], Awaitable[None]],
+) -> AsyncIterator[str]:
+    """Serve handler(ws, connection number) on 127.0.0.1; yields the ws:// URL."""
+    connections = 0
+
+    async def handle(ws: ServerConnection) -> None:
+        nonlocal connections
+        connections += 1
+        await handler(ws, connections)
+
+    async with serve(handle, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}{WS_PATH}"
+        server.close()
+
+
+async def acks(ws: ServerConnection, count: int, *, success: bool = True) -> None:
+    """Read count subscribes and answer each (success as given)."""
+    for _ in range(count):
+        message = orjson.loads(await ws.recv())
+        reply = {"event": message["event"] + "_res", "success": success, "msg": "bad signature"}
+        await ws.send(orjson.dumps({**reply, "pair": message["pair"]}).decode())
+
+
+def market_stream(url: str, got: list[Any], clock: VirtualClock, **kwargs: Any) -> MarketStream:
+    """A MarketStream of ETH-USD trades and book, fast backoff."""
+    subs = [Subscription("api_trade", PAIR), Subscription("api_depth", PAIR)]
+    options: dict[str, Any] = {"backoff_initial_s": 0.01, "backoff_max_s": 0.02, **kwargs}
+    return MarketStream(url, BUILDER, subs, on_record=got.append, clock=clock, **options)
+
+
+@contextlib.asynccontextmanager
+async def streaming(stream: MarketStream) -> AsyncIterator[MarketStream]:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stream.run)
+        try:
+            yield stream
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def test_a_refused_subscribe_fails_the_session_and_is_retried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def handler(ws: ServerConnection, n: int) -> None:
+        await acks(ws, 2, success=n > 1)
+        await ws.send(orjson.dumps(trade("2000", 1)).decode())
+        await ws.wait_closed()
+
+    got: list[Any] = []
+    async with plain_server(handler) as url:
+        stream = market_stream(url, got, VirtualClock(T0))
+        async with streaming(stream):
+            await eventually(lambda: got)
+    assert stream.stats.failures == 1 and stream.stats.connects == 1
+    assert stream.stats.gaps == 0  # never subscribed before: nothing was heard, no gap
+    assert "subscribe api_trade ETH-USD refused by the venue: bad signature" in caplog.text
+
+
+async def test_a_frame_over_max_size_ends_the_session_and_the_gap_is_timed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = anyio.Event()
+
+    async def handler(ws: ServerConnection, n: int) -> None:
+        if n == 1:
+            await acks(ws, 2)
+            big = trade("2000", 1)
+            big["padding"] = "x" * 5000
+            await ws.send(orjson.dumps(big).decode())
+        else:
+            await release.wait()  # the test moves the clock while the feed is down
+            await acks(ws, 2)
+            await ws.send(orjson.dumps(trade("2001", 2)).decode())
+        await ws.wait_closed()
+
+    got: list[Any] = []
+    clock = VirtualClock(T0)
+    async with plain_server(handler) as url:
+        stream = market_stream(url, got, clock, max_size=4096)
+        async with streaming(stream):
+            await eventually(lambda: stream.stats.disconnects == 1)
+            clock.ms += 2500
+            release.set()
+            await eventually(lambda: got)
+    assert [t.price for t in got] == [Decimal("2001")]  # the oversized frame never decoded
+    assert stream.stats.gaps == 1 and stream.stats.gap_s == 2.5
+    assert "market: gap of 2.500 s on ETH-USD" in caplog.text
