@@ -107,9 +107,8 @@ class MarketFeed:
         if market.source is not None:
             kernel.add_source(load_source(market.source)("market", market.params))
         subscriptions = subscriptions_of(market)
-        stream = None
         if subscriptions:
-            stream = feed.stream = MarketStream(
+            feed.stream = MarketStream(
                 market_url(ws_url, market.ws_path),
                 builder,
                 subscriptions,
@@ -125,34 +124,34 @@ class MarketFeed:
                 rng=rng,
             )
         for pair, rules in market.pairs.items():
-            for kind, interval in (
-                ("mark", rules.mark_interval_s),
-                ("index", rules.index_interval_s),
-            ):
-                if interval > 0:
-                    feed.polls.append(
-                        PricePoll(
-                            send, kind, pair, interval, on_record=feed.take, told=feed.poll_told
-                        )
-                    )
-        if metrics is not None and (stream is not None or feed.polls):
-            pairs = list(market.pairs)
-
-            def ages() -> dict[str, float | None]:
-                return {pair: kernel.market.age(pair) for pair in (*pairs, *kernel.market.pairs())}
-
-            metrics.watch_market(
-                MarketGauges(
-                    events=feed.events,
-                    ages=ages,
-                    gaps=lambda: stream.stats.gaps if stream is not None else 0,
-                    gap_seconds=lambda: stream.stats.gap_s if stream is not None else 0.0,
-                    malformed=lambda: stream.told.counts if stream is not None else {},
-                    poll_errors=feed.poll_errors,
-                ),
-                websocket=stream is not None,
-            )
+            intervals = {"mark": rules.mark_interval_s, "index": rules.index_interval_s}
+            feed.polls += [
+                PricePoll(send, kind, pair, every_s, on_record=feed.take, told=feed.poll_told)
+                for kind, every_s in intervals.items()
+                if every_s > 0
+            ]
+        if metrics is not None and (market.pairs or market.source is not None):
+            feed.watch(metrics, kernel, list(market.pairs))
         return feed
+
+    def watch(self, metrics: Metrics, kernel: Kernel, pairs: list[str]) -> None:
+        """Expose the feed's metrics, with the age of pairs and of any other pair heard."""
+        stream, view = self.stream, kernel.market
+
+        def ages() -> dict[str, float | None]:
+            return {pair: view.age(pair) for pair in (*pairs, *view.pairs())}
+
+        metrics.watch_market(
+            MarketGauges(
+                events=self.events,
+                ages=ages,
+                gaps=lambda: stream.stats.gaps if stream is not None else 0,
+                gap_seconds=lambda: stream.stats.gap_s if stream is not None else 0.0,
+                malformed=lambda: stream.told.counts if stream is not None else {},
+                poll_errors=self.poll_errors,
+            ),
+            websocket=stream is not None,
+        )
 
     def events(self) -> dict[str, int]:
         """Channel (trade, depth, kline, mark, index) -> records handed to the intake."""

@@ -22,6 +22,7 @@ import anyio
 import httpx
 import orjson
 import pytest
+from prometheus_client import generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
@@ -32,6 +33,7 @@ from framework import Strategy
 from framework.config import Config, parse_config
 from framework.engine.clock import VirtualClock
 from framework.live.market_stream import MarketStream, Subscription
+from framework.live.metrics import MarketGauges, Metrics
 from framework.live.node import Node
 from framework.recording import RecordingReader, RestRecord, WsRecord
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
@@ -543,3 +545,29 @@ async def test_a_frame_over_max_size_ends_the_session_and_the_gap_is_timed(
     assert [t.price for t in got] == [Decimal("2001")]  # the oversized frame never decoded
     assert stream.stats.gaps == 1 and stream.stats.gap_s == 2.5
     assert "market: gap of 2.500 s on ETH-USD" in caplog.text
+
+
+def test_with_a_market_socket_healthz_wants_it_connected() -> None:
+    metrics = Metrics(lambda: {})
+    metrics.set_state("stream", "connected")
+    metrics.set_state("poller", "running")
+    assert metrics.healthy()
+    gauges = MarketGauges(
+        events=lambda: {"trade": 3},
+        ages=lambda: {PAIR: 1.5, "BTC-USD": None},
+        gaps=lambda: 2,
+        gap_seconds=lambda: 4.25,
+        malformed=lambda: {"not_json": 1},
+        poll_errors=lambda: {},
+    )
+    metrics.watch_market(gauges, websocket=True)
+    assert not metrics.healthy() and metrics.health()["market"] == "starting"
+    metrics.set_state("market", "connected")
+    assert metrics.healthy()
+    text = generate_latest(metrics.registry).decode()
+    assert 'perp_market_events_total{channel="trade"} 3.0' in text
+    assert 'perp_market_age_seconds{pair="ETH-USD"} 1.5' in text
+    assert 'pair="BTC-USD"' not in text  # never heard: no age
+    assert "perp_market_gaps_total 2.0" in text
+    assert "perp_market_gap_seconds_total 4.25" in text
+    assert 'perp_market_malformed_total{kind="not_json"} 1.0' in text
