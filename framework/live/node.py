@@ -3,9 +3,9 @@
 Start-up, one log line per step: venue (the embedded twin when ``venue.embedded``) -> REST
 client -> journal -> execution engine and executor -> strategies -> initial REST sync
 (positions, balances; a refused key or an unreachable venue is fatal here, with a one-line
-reason) -> match cursors -> scheduler and ``Started`` (strategies' on_start) -> stream,
-executor and metrics tasks. The stream runs the resync (REST snapshots and a match poll)
-after every (re)subscribe.
+reason) -> match cursors -> scheduler and ``Started`` (strategies' on_start) -> stream, market
+(:class:`MarketFeed`), executor and metrics tasks. The stream runs the resync after every
+(re)subscribe; the market feed stops at the stop's first step.
 
 Stop, on SIGINT/SIGTERM, the duration or :meth:`Node.request_stop` (a graceful stop never
 makes an order of unknown outcome): timers and polls stop, then the kernel's stop steps run
