@@ -4,8 +4,9 @@ Counters are read from the node's own tallies at scrape time (a custom collector
 is counted twice and the hot path only bumps plain integers. The one histogram,
 push-to-submit latency, is observed directly: the time from an inbound event arriving to a
 strategy's submit made while handling it, labelled by trigger (``push``, ``match`` from a
-poll, or ``timer``). /healthz answers 200 when the stream is connected and the
-poller running, else 503, with every component's state in the body.
+poll, ``timer``, or ``market`` for a market record). /healthz answers 200 when the stream is connected and the
+poller running (and the market socket connected, when there is one), else 503, with every
+component's state in the body.
 
 Gauges a trader alerts on are read at scrape time from callables the node passes (each
 optional; a gauge whose callable is absent is not exposed): ``perp_position{pair}`` (net
@@ -13,6 +14,15 @@ signed quantity), ``perp_balance{coin,kind}`` (available, frozen), ``perp_pnl{pa
 (realized, unrealized, fees), ``perp_resting_orders{pair}``, ``perp_unknown_orders`` and
 ``perp_strategies_stopped`` with ``perp_strategy_stopped{strategy}``.
 :func:`portfolio_feeds` builds the position and balance callables from a Portfolio.
+
+The market feed (issue 27) adds its own, read the same way (:meth:`Metrics.watch_market`):
+``perp_market_events_total{channel}`` (records handed to strategies: trade, depth, kline,
+mark, index), ``perp_market_age_seconds{pair}`` (since the pair's last market event; a pair
+never heard has none), ``perp_market_gaps_total`` and ``perp_market_gap_seconds_total``
+(reconnects after a lost market socket, and the seconds unheard),
+``perp_market_malformed_total{kind}`` (bad frames: not_json, unknown_event, trade, book,
+bar, frame) and ``perp_market_poll_errors_total{kind}`` (failed mark and index polls). With a
+market socket, /healthz also wants the ``market`` component connected.
 """
 
 from __future__ import annotations
@@ -38,7 +48,16 @@ from starlette.routing import Route
 
 from framework.engine.portfolio import Portfolio
 
-__all__ = ["COUNTERS", "HEALTHY", "Feeds", "Metrics", "portfolio_feeds", "serve_metrics"]
+__all__ = [
+    "COUNTERS",
+    "HEALTHY",
+    "Feeds",
+    "MarketGauges",
+    "Metrics",
+    "portfolio_feeds",
+    "serve_metrics",
+    "summary_tallies",
+]
 
 log = logging.getLogger("framework.metrics")
 
@@ -62,12 +81,32 @@ LATENCY_BUCKETS: Final = (
 )  # fmt: skip
 
 
+def summary_tallies(summary: Mapping[str, Any]) -> dict[str, int]:
+    """The COUNTERS' values from a node's summary (``Node.summary()``)."""
+    return {
+        "pushes": summary["pushes"],
+        "matches": summary["matches"],
+        "polls": summary["polls"],
+        "batches": int(summary.get("batches_sent", 0)),
+        "orders_accepted": summary["orders_accepted"],
+        "rejects": summary["orders_rejected"],
+        "reconnects": summary["reconnects"],
+        "orders_missing": int(summary.get("orders_missing", 0)),
+    }
+
+
 class _TallyCollector(Collector):
     """Exposes the node's integer tallies as Prometheus counters at scrape time."""
 
-    def __init__(self, read: Callable[[], Mapping[str, int]], components: dict[str, str]) -> None:
+    def __init__(
+        self,
+        read: Callable[[], Mapping[str, int]],
+        components: dict[str, str],
+        healthy: Mapping[str, str] = HEALTHY,
+    ) -> None:
         self._read = read
         self._components = components
+        self._healthy = healthy
 
     def collect(self) -> Iterator[Any]:
         """One counter family per known tally, plus an up gauge per component."""
@@ -80,7 +119,7 @@ class _TallyCollector(Collector):
             "perp_component_up", "1 when a component is healthy", labels=["component"]
         )
         for component, state in sorted(self._components.items()):
-            up.add_metric([component], 1.0 if HEALTHY.get(component, state) == state else 0.0)
+            up.add_metric([component], 1.0 if self._healthy.get(component, state) == state else 0.0)
         yield up
 
 
@@ -174,6 +213,71 @@ class _FeedCollector(Collector):
             )
 
 
+@attrs.frozen(kw_only=True)
+class MarketGauges:
+    """The callables behind the market's metrics (see the module), read at scrape time."""
+
+    events: Callable[[], Mapping[str, int]]
+    """Channel (trade, depth, kline, mark, index) -> records handed to the intake."""
+    ages: Callable[[], Mapping[str, float | None]]
+    """Pair -> seconds since its last market event (None: never heard)."""
+    gaps: Callable[[], int]
+    """Times the market socket came back after a subscribed session ended."""
+    gap_seconds: Callable[[], float]
+    """Seconds unheard in those gaps, summed."""
+    malformed: Callable[[], Mapping[str, int]]
+    """Kind -> bad market frames skipped."""
+    poll_errors: Callable[[], Mapping[str, int]]
+    """Kind (mark, index) -> failed price polls."""
+
+
+class _MarketCollector(Collector):
+    """Exposes the market feed's counters and ages from MarketGauges at scrape time."""
+
+    def __init__(self, gauges: MarketGauges) -> None:
+        self._gauges = gauges
+
+    def collect(self) -> Iterator[Any]:
+        """The market's families (see the module)."""
+        g = self._gauges
+        yield _counted(
+            "perp_market_events", "Market records handed to strategies, per channel", "channel",
+            g.events(),
+        )  # fmt: skip
+        ages = GaugeMetricFamily(
+            "perp_market_age_seconds", "Seconds since the pair's last market event", labels=["pair"]
+        )
+        for pair, age in sorted(g.ages().items()):
+            if age is not None:
+                ages.add_metric([pair], age)
+        yield ages
+        gaps = CounterMetricFamily(
+            "perp_market_gaps", "Market socket reconnects after a subscribed session was lost"
+        )
+        gaps.add_metric([], float(g.gaps()))
+        yield gaps
+        seconds = CounterMetricFamily(
+            "perp_market_gap_seconds", "Seconds the market socket was down between sessions"
+        )
+        seconds.add_metric([], float(g.gap_seconds()))
+        yield seconds
+        yield _counted(
+            "perp_market_malformed", "Bad market frames skipped, per kind", "kind", g.malformed()
+        )
+        yield _counted(
+            "perp_market_poll_errors", "Failed mark and index price polls, per kind", "kind",
+            g.poll_errors(),
+        )  # fmt: skip
+
+
+def _counted(name: str, help_: str, label: str, counts: Mapping[str, int]) -> CounterMetricFamily:
+    """A counter family with one sample per label value."""
+    family = CounterMetricFamily(name, help_, labels=[label])
+    for value, count in sorted(counts.items()):
+        family.add_metric([value], float(count))
+    return family
+
+
 def _amount_rows(data: Mapping[str, Amounts]) -> Iterator[tuple[tuple[str, ...], float]]:
     for key, amounts in sorted(data.items()):
         for kind, value in sorted(amounts.items()):
@@ -211,17 +315,26 @@ class Metrics:
     ) -> None:
         self.registry = CollectorRegistry()
         self.components: dict[str, str] = {"stream": "starting", "poller": "starting"}
-        self.registry.register(_TallyCollector(read_tallies, self.components))
+        self.wanted: dict[str, str] = dict(HEALTHY)
+        """The state each component must be in for /healthz to answer 200."""
+        self.registry.register(_TallyCollector(read_tallies, self.components, self.wanted))
         self.feeds = feeds or Feeds()
         self.registry.register(_FeedCollector(self.feeds))
         self.submit_latency = Histogram(
             "perp_push_to_submit_seconds",
-            "Time from an inbound event (trigger: push, match or timer) to a strategy's "
+            "Time from an inbound event (trigger: push, match, timer or market) to a strategy's "
             "submit made while handling it",
             labelnames=["trigger"],
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+
+    def watch_market(self, gauges: MarketGauges, *, websocket: bool) -> None:
+        """Expose the market feed's metrics; websocket: /healthz also wants it connected."""
+        self.registry.register(_MarketCollector(gauges))
+        if websocket:
+            self.components.setdefault("market", "starting")
+            self.wanted["market"] = "connected"
 
     def set_state(self, component: str, state: str) -> None:
         """Record a component's state (stream: connected/lost/..., poller: running/stopped)."""
@@ -229,7 +342,7 @@ class Metrics:
 
     def healthy(self) -> bool:
         """True when every watched component is in its healthy state."""
-        return all(self.components.get(c) == s for c, s in HEALTHY.items())
+        return all(self.components.get(c) == s for c, s in self.wanted.items())
 
     def health(self) -> dict[str, Any]:
         """The /healthz body."""

@@ -3,9 +3,9 @@
 Start-up, one log line per step: venue (the embedded twin when ``venue.embedded``) -> REST
 client -> journal -> execution engine and executor -> strategies -> initial REST sync
 (positions, balances; a refused key or an unreachable venue is fatal here, with a one-line
-reason) -> match cursors -> scheduler and ``Started`` (strategies' on_start) -> stream,
-executor and metrics tasks. The stream runs the resync (REST snapshots and a match poll)
-after every (re)subscribe.
+reason) -> match cursors -> scheduler and ``Started`` (strategies' on_start) -> stream, market
+(:class:`MarketFeed`), executor and metrics tasks. The stream runs the resync after every
+(re)subscribe; the market feed stops at the stop's first step.
 
 Stop, on SIGINT/SIGTERM, the duration or :meth:`Node.request_stop` (a graceful stop never
 makes an order of unknown outcome): timers and polls stop, then the kernel's stop steps run
@@ -54,7 +54,8 @@ from framework.engine.strategy import Source, Strategy
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.executor import LiveExecutor
 from framework.live.journal import Journal
-from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metrics
+from framework.live.market_feed import MarketFeed
+from framework.live.metrics import Feeds, Metrics, portfolio_feeds, serve_metrics, summary_tallies
 from framework.live.poller import MatchPoller
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
@@ -101,7 +102,9 @@ class Node:
         self.tallies = _Tallies()
         self.trading = TradingState(list(config.pairs))
         self.metrics = (
-            Metrics(self._metric_tallies, self._feeds()) if config.metrics.enabled else None
+            Metrics(lambda: summary_tallies(self.summary()), self._feeds())
+            if config.metrics.enabled
+            else None
         )
         self.metrics_port: int | None = None
         self.strategies: list[Strategy] = self.kernel.strategies
@@ -126,6 +129,7 @@ class Node:
         self.engine: ExecutionEngine | None = None
         self.executor: LiveExecutor | None = None
         self.stream: StreamClient | None = None
+        self.market_feed: MarketFeed | None = None
         self.recorder: Recorder | None = None
         self.poller: MatchPoller | None = None
         self.order_check: OpenOrderCheck | None = None
@@ -199,19 +203,6 @@ class Node:
             uptime_s=round(time.monotonic() - self._began, 3),
             reason=self.stop_reason,
         )
-
-    def _metric_tallies(self) -> dict[str, int]:
-        s = self.summary()
-        return {
-            "pushes": s["pushes"],
-            "matches": s["matches"],
-            "polls": s["polls"],
-            "batches": int(s.get("batches_sent", 0)),
-            "orders_accepted": s["orders_accepted"],
-            "rejects": s["orders_rejected"],
-            "reconnects": s["reconnects"],
-            "orders_missing": int(s.get("orders_missing", 0)),
-        }
 
     # -------------------------------------------------------------------------------- run
 
@@ -335,6 +326,11 @@ class Node:
             self.kernel.load_strategies(schedule=self._schedule, submit=self._submit)
             self.kernel.feeds("stream", push_types())  # every push type the stream decodes
             self.kernel.load_sources(config.sources)  # run as tasks (_start_tasks)
+            self.market_feed = MarketFeed.plug(
+                config, self.kernel, ws_url=venue.ws_url, builder=rest.builder, send=rest.send,
+                intake=partial(self._timed, "market", self.kernel.intake), metrics=self.metrics,
+                on_raw=self.recorder.on_ws if self.recorder is not None else None,
+            )  # fmt: skip
         except ConfigError as exc:  # a strategy or source that cannot be built: one line
             raise FatalError(str(exc)) from None
         for spec in config.strategies:
@@ -428,6 +424,8 @@ class Node:
                 tg.start_soon(self._run_source, source)
             tg.start_soon(self.stream.run)
             log.info("stream starting", extra={"ws_url": self.stream.ws_url})
+            if self.market_feed is not None:  # market: section
+                self.market_feed.start(tg, self.scheduler)
         self.started.set()
 
     async def _run_source(self, source: Source) -> None:
@@ -438,6 +436,8 @@ class Node:
             log.exception("source %s failed; it feeds nothing more", source.name)
 
     def _stop_scheduler(self) -> None:
+        if self.market_feed is not None:
+            self.market_feed.stop()
         if self.poller is not None:
             self.poller.shutdown()
         if self.order_check is not None:

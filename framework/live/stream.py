@@ -12,7 +12,8 @@ Keepalive is the WebSocket protocol's own: a ping every ``ping_interval_s``; a c
 leaves a ping unanswered for ``silence_timeout_s`` counts as dead. Any failure or disconnect
 ends the session and a new one starts after a capped exponential backoff with full jitter
 (delay drawn uniformly from 0 to min(backoff_max_s, backoff_initial_s * 2**n), n counting
-failures since the last session that got subscribed), driven by stamina's retry loop.
+failures since the last session that got subscribed), driven by stamina's retry loop. These
+pieces are :mod:`framework.live.reconnect`'s, shared with the market feed.
 
 The subscription protocol itself (subscribe messages, acknowledgement matching, duplicate
 position pushes with bounded memory) is :class:`framework.venue.push.PushProtocol`, sans-I/O
@@ -35,15 +36,24 @@ import anyio
 import attrs
 import orjson
 import stamina
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidURI, WebSocketException
 
 from framework.engine.clock import Clock
 from framework.engine.events import BalanceSynced, Event, PositionsSynced
 from framework.engine.portfolio import Portfolio
 from framework.engine.venue import Venue
+from framework.live.reconnect import (
+    Backoff,
+    StreamError,
+    StreamLost,
+    describe,
+    describe_close,
+    open_socket,
+    reconnecting,
+)
 from framework.venue.codec import DEFAULT_CODEC, Codec
-from framework.venue.errors import ConfigError, DecodeError, TransportError
+from framework.venue.errors import ConfigError, DecodeError
 from framework.venue.models import (
     Position,
     PositionPush,
@@ -72,14 +82,6 @@ _MAX_POSITION_PAGES: Final = 50
 
 FrameCallback = Callable[[object], None]
 StateCallback = Callable[[str, str], None]
-
-
-class StreamError(TransportError):
-    """The WebSocket session failed; the client reconnects with backoff."""
-
-
-class StreamLost(StreamError):
-    """The connection could not be opened, was closed, or fell silent."""
 
 
 class SubscribeRefused(StreamError):
@@ -172,7 +174,8 @@ class StreamClient:
         self.close_timeout_s = close_timeout_s
         self._codec = codec
         self._rng = rng if rng is not None else random.Random()
-        self._failures = 0  # since the last subscribed session: the backoff exponent
+        self.backoff = Backoff(backoff_initial_s, backoff_max_s, self._rng)
+        """The reconnect delays (failures since the last subscribed session)."""
         self.stats = StreamStats()
         self.state = "idle"
         self.last_error = ""
@@ -184,28 +187,26 @@ class StreamClient:
 
     async def run(self) -> None:
         """Connect, subscribe, resync and deliver pushes; reconnect on any failure. Forever."""
-        while True:  # stamina's loop only ends if stamina's test mode caps its attempts
-            try:
-                async for attempt in stamina.retry_context(
-                    on=self._backoff, attempts=None, timeout=None
-                ):
-                    with attempt:
-                        await self._session()
-            except StreamError as exc:
-                # Only reached when stamina is deactivated or in test mode (capped attempts):
-                # wait the longest backoff rather than spin.
-                log.warning("stream: retry loop gave up (%s); starting it again", exc)
-                await anyio.sleep(self.backoff_max_s)
+        await reconnecting(
+            self._session, self._backoff, give_up_wait_s=self.backoff_max_s, log=log, name="stream"
+        )
 
     def _backoff(self, exc: Exception) -> bool | float:
         """stamina's hook: retry StreamErrors after a full-jitter delay; anything else raises."""
         if not isinstance(exc, StreamError):
             return False
-        ceiling = min(self.backoff_max_s, self.backoff_initial_s * 2.0 ** min(self._failures, 60))
-        self._failures += 1
-        delay = self._rng.uniform(0.0, ceiling)
+        delay = self.backoff.delay()
         log.warning("stream: %s; reconnecting in %.2f s", exc, delay)
         return delay
+
+    @property
+    def _failures(self) -> int:
+        """Failures since the last subscribed session (the backoff's exponent)."""
+        return self.backoff.failures
+
+    @_failures.setter
+    def _failures(self, value: int) -> None:
+        self.backoff.failures = value
 
     def _set_state(self, state: str, detail: str = "") -> None:
         self.state = state
@@ -221,17 +222,16 @@ class StreamClient:
         self._set_state("connecting", self.ws_url)
         subscribed = False
         try:
-            async with connect(
+            async with open_socket(
                 self.ws_url,
-                ping_interval=self.ping_interval_s,
-                ping_timeout=self.silence_timeout_s,
-                open_timeout=self.open_timeout_s,
-                close_timeout=self.close_timeout_s,
-                max_queue=1024,
+                ping_interval_s=self.ping_interval_s,
+                silence_timeout_s=self.silence_timeout_s,
+                open_timeout_s=self.open_timeout_s,
+                close_timeout_s=self.close_timeout_s,
             ) as ws:
                 await self._subscribe(ws)
                 subscribed = True
-                self._failures = 0
+                self.backoff.reset()
                 self.stats.connects += 1
                 if self.stats.connects > 1:
                     self.stats.reconnects += 1
@@ -248,7 +248,7 @@ class StreamClient:
         except InvalidURI as exc:
             raise ConfigError(f"venue.ws_url: {exc}") from None
         except (OSError, TimeoutError, WebSocketException) as exc:
-            reason = _describe(exc)
+            reason = describe(exc)
             if not subscribed:
                 self.stats.failures += 1
                 self.last_error = f"cannot connect to {self.ws_url}: {reason}"
@@ -287,16 +287,13 @@ class StreamClient:
         """Resync after subscribing; a failure is retried with backoff while connected."""
         if self._resync is None:
             return
-        failures = 0
+        delays = Backoff(self.backoff_initial_s, self.backoff_max_s, self._rng)
 
         def backoff(exc: Exception) -> float:
-            nonlocal failures
-            ceiling = min(self.backoff_max_s, self.backoff_initial_s * 2.0 ** min(failures, 60))
-            failures += 1
             self.stats.resync_errors += 1
-            delay = self._rng.uniform(0.0, ceiling)
-            log.warning("stream: resync failed (%s); retrying in %.2f s", _describe(exc), delay)
-            self._set_state("resync_failed", _describe(exc))
+            delay = delays.delay()
+            log.warning("stream: resync failed (%s); retrying in %.2f s", describe(exc), delay)
+            self._set_state("resync_failed", describe(exc))
             return delay
 
         try:
@@ -305,10 +302,10 @@ class StreamClient:
                     self.stats.resyncs += 1
                     await self._resync()
         except Exception as exc:  # only when stamina is in test mode with capped attempts
-            log.error("stream: resync gave up: %s", _describe(exc))
+            log.error("stream: resync gave up: %s", describe(exc))
             return
-        if failures:
-            self._set_state("connected", f"resynced after {failures} failed attempts")
+        if delays.failures:
+            self._set_state("connected", f"resynced after {delays.failures} failed attempts")
 
     async def _receive(self, ws: ClientConnection) -> str:
         """Deliver frames until the connection ends; returns why it ended."""
@@ -323,8 +320,8 @@ class StreamClient:
                     else:
                         deliver(frame)
         except (ConnectionClosed, OSError, WebSocketException) as exc:
-            return _describe(exc)
-        return _describe_close(ws)
+            return describe(exc)
+        return describe_close(ws)
 
     # ---- frames
 
@@ -366,19 +363,6 @@ class StreamClient:
     def _log_bad(self, what: str, message: str | bytes, count: int) -> None:
         if count <= _LOG_FIRST or count % _LOG_EVERY == 0:
             log.warning("stream: %s skipped (#%d): %r", what, count, excerpt(message, _EXCERPT))
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _describe_close(ws: ClientConnection) -> str:
-    code = ws.close_code
-    reason = ws.close_reason
-    if code is None:
-        return "connection closed"
-    return f"closed by the venue (code {code}{': ' + reason if reason else ''})"
 
 
 class MatchPolling(Protocol):

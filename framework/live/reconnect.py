@@ -1,0 +1,132 @@
+"""What the node's WebSocket clients share: open a socket, describe its end, reconnect with backoff.
+
+The private push stream (:mod:`framework.live.stream`) and the market feed
+(:mod:`framework.live.market_feed`) each keep one connection to the venue and must behave
+alike when it fails: the same keepalive (the WebSocket protocol's ping every
+``ping_interval_s``; a ping unanswered for ``silence_timeout_s`` is a dead connection), a
+bound on every frame, and a new session after a capped exponential backoff with full jitter
+(delay drawn uniformly from 0 to min(max_s, initial_s * 2**n), n counting failures since the
+last session that got subscribed), driven by stamina's retry loop. Written once here so a fix
+to one is a fix to both.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import anyio
+import stamina
+from websockets.asyncio.client import ClientConnection, connect
+
+from framework.venue.errors import TransportError
+
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "Backoff",
+    "StreamError",
+    "StreamLost",
+    "describe",
+    "describe_close",
+    "open_socket",
+    "reconnecting",
+]
+
+MAX_FRAME_BYTES: Final = 1 << 20
+"""The largest frame a client takes (websockets' max_size); a larger one ends the session."""
+
+
+class StreamError(TransportError):
+    """The WebSocket session failed; the client reconnects with backoff."""
+
+
+class StreamLost(StreamError):
+    """The connection could not be opened, was closed, or fell silent."""
+
+
+class Backoff:
+    """Capped exponential delays with full jitter; reset() after a session that got subscribed."""
+
+    __slots__ = ("failures", "initial_s", "max_s", "rng")
+
+    def __init__(self, initial_s: float, max_s: float, rng: random.Random) -> None:
+        self.initial_s = initial_s
+        self.max_s = max_s
+        self.rng = rng
+        self.failures = 0
+        """Failures since the last reset: the exponent."""
+
+    def __repr__(self) -> str:
+        return f"Backoff({self.initial_s}, {self.max_s}, failures={self.failures})"
+
+    def delay(self) -> float:
+        """The next delay in seconds (uniform in [0, ceiling]); counts one failure."""
+        ceiling = min(self.max_s, self.initial_s * 2.0 ** min(self.failures, 60))
+        self.failures += 1
+        return self.rng.uniform(0.0, ceiling)
+
+    def reset(self) -> None:
+        """Start again from initial_s (a session got subscribed)."""
+        self.failures = 0
+
+
+async def reconnecting(
+    session: Callable[[], Awaitable[None]],
+    on_error: Callable[[Exception], bool | float],
+    *,
+    give_up_wait_s: float,
+    log: logging.Logger,
+    name: str,
+) -> None:
+    """Run session() again and again, forever: on_error says whether and after what delay.
+
+    on_error is stamina's hook: False re-raises the error (a bug is never retried), a float
+    is the delay. The loop only ends if stamina is deactivated or in test mode with capped
+    attempts; then it waits give_up_wait_s rather than spin, and starts again.
+    """
+    while True:
+        try:
+            async for attempt in stamina.retry_context(on=on_error, attempts=None, timeout=None):
+                with attempt:
+                    await session()
+        except StreamError as exc:
+            log.warning("%s: retry loop gave up (%s); starting it again", name, exc)
+            await anyio.sleep(give_up_wait_s)
+
+
+def open_socket(
+    url: str,
+    *,
+    ping_interval_s: float,
+    silence_timeout_s: float,
+    open_timeout_s: float,
+    close_timeout_s: float,
+    max_size: int = MAX_FRAME_BYTES,
+) -> connect:
+    """websockets' connect (an async context manager) with the clients' keepalive and bounds."""
+    return connect(
+        url,
+        ping_interval=ping_interval_s,
+        ping_timeout=silence_timeout_s,
+        open_timeout=open_timeout_s,
+        close_timeout=close_timeout_s,
+        max_size=max_size,
+        max_queue=1024,
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception (the type alone when it has no message)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def describe_close(ws: ClientConnection) -> str:
+    """Why a connection ended, as its close frame says."""
+    code = ws.close_code
+    reason = ws.close_reason
+    if code is None:
+        return "connection closed"
+    return f"closed by the venue (code {code}{': ' + reason if reason else ''})"
