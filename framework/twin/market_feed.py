@@ -26,7 +26,7 @@ import orjson
 
 from framework.sim.events import Event
 from framework.sim.exchange import Exchange
-from framework.sim.market import MarketGenerator, MarketSettings, MarketTape, tapes
+from framework.sim.market import MarketGenerator, MarketSettings, MarketTape, MarketTick, tapes
 from framework.twin import market_wire
 from framework.venue.errors import render_message
 from framework.venue.market import DEPTH, KLINE, TRADE
@@ -79,10 +79,15 @@ class TwinMarket:
         tape.smooth(market.mark, self.settings.index_smoothing, market.price_exp)
         if self.generator is None:
             return []
-        tick = self.generator.tick(pair, now_ms)
-        bars = tape.record(tick, now_ms)
+        return self.publish(self.generator.tick(pair, now_ms), now_ms)
+
+    def publish(self, tick: MarketTick, now_ms: int) -> list[Event]:
+        """Publish a tick's book and trades (the generator's, or any producer's): remembered,
+        pushed, given to the exchange; the events of the fills its trades cause."""
+        pair = tick.pair
+        bars = self.tapes[pair].record(tick, now_ms)
         self.exchange.set_book(pair, tick.book)
-        pair_id = market.contract_pair_id
+        pair_id = self.exchange.markets[pair].contract_pair_id
         if self._subs:
             levels = self.settings.levels
             self._send(
@@ -160,3 +165,7 @@ class TwinMarket:
     def subscriptions(self, connection: Subscriber) -> int:
         """How many market subscriptions a connection holds."""
         return len(self._held.get(connection, ()))
+
+    def subscribers(self) -> int:
+        """How many connections hold market subscriptions."""
+        return sum(1 for held in self._held.values() if held)
