@@ -14,6 +14,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from framework.sim.market import MarketSettings, MarketTick
 from framework.twin import VenueTwin
+from framework.twin.cli import _settings, build_parser
 from framework.twin.settings import settings_from_mapping
 from framework.venue.errors import ConfigError
 from framework.venue.market import (
@@ -315,3 +316,11 @@ def test_the_market_is_a_setting_of_the_twin_and_of_a_node_config() -> None:
     assert settings_from_mapping({}).market.enabled is False
     with pytest.raises(ConfigError, match=r"market\.levls"):
         settings_from_mapping({"market": {"levls": 5}})
+
+
+def test_perpframe_venue_market_turns_the_market_on(tmp_path: Any) -> None:
+    config = tmp_path / "venue.yaml"
+    config.write_text("market:\n  levels: 3\n", encoding="utf-8")
+    on = _settings(build_parser().parse_args(["--config", str(config), "--market"]))
+    assert on.market == MarketSettings(enabled=True, levels=3)
+    assert _settings(build_parser().parse_args([])).market.enabled is False
