@@ -123,9 +123,9 @@ class TwinMarket:
         if pair not in self.exchange.markets:
             return render_message(2001, "pair")
         if event == KLINE:
-            if not isinstance(period, str) or not period:
+            if period is None or period == "":
                 return render_message(2002, "period")
-            if period not in self.settings.periods:
+            if not isinstance(period, str) or period not in self.settings.periods:
                 return render_message(2001, "period")
         return None
 

@@ -203,6 +203,10 @@ async def test_market_subscriptions_are_checked_and_bounded(
                 trader_.subscribe_message("api_kline", pair=PAIR, period="7MIN"),
                 "Illegal parameter:period",
             ),
+            (
+                trader_.subscribe_message("api_kline", pair=PAIR, period=1),
+                "Illegal parameter:period",
+            ),
         ]
         for text, reason in refusals:
             ack = await subscribe(ws, text)
@@ -218,7 +222,7 @@ async def test_market_subscriptions_are_checked_and_bounded(
         ack = await subscribe(ws, trader_.subscribe_message("api_depth", pair="BTC-USD"))
         assert ack["success"] is False and "at most 2" in ack["msg"]
         assert twin.counters.subscriptions == 2
-        assert twin.counters.subscribe_refusals == 6
+        assert twin.counters.subscribe_refusals == 7
 
 
 async def test_a_slow_reader_of_market_frames_is_closed_as_for_private_pushes(
