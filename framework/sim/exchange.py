@@ -22,7 +22,9 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
   2102 ``Insufficient balance:<coin>`` when it is positive but smaller than margin + fee.
 * Matching is against the mark, liquidity-capped; resting GTC orders fill whole at their
   limit, as maker, when the mark crosses them; the mark moving also liquidates
-  (:mod:`framework.sim.fills`). FOK without its fill is still accepted; POST_ONLY that would
+  (:mod:`framework.sim.fills`). With ``book_fills`` the exchange reads a published market
+  instead: arrivals walk its book, resting orders fill when its trades cross them
+  (:mod:`framework.sim.market_fills`). FOK without its fill is still accepted; POST_ONLY that would
   cross is refused with ``2001 Illegal parameter:price`` (or accepted and cancelled,
   configurable). :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is
   released); ``accounts[user].orders`` keeps every accepted order's record and status
@@ -64,6 +66,7 @@ from framework.sim.fills import (
     rest_order,
 )
 from framework.sim.history import OrderIndex, OrderRecord
+from framework.sim.market_fills import plan_book_fill
 from framework.sim.state import (
     Account,
     Balance,
@@ -79,6 +82,8 @@ from framework.sim.state import (
 )
 from framework.venue.codec import plain_decimal
 from framework.venue.errors import ORDER_COMPLETED, ORDER_NOT_FOUND, render_message
+from framework.venue.market import Book as QuoteBook
+from framework.venue.market import Trade
 from framework.venue.models import MatchType, OrderInput
 from framework.venue.rules import check_order, settle_coin_of
 
@@ -113,8 +118,15 @@ class Exchange:
         *,
         match_delay: Callable[[], int] | None = None,
         id_base: int = 0,
+        book_fills: bool = False,
     ) -> None:
-        """Build the markets of settings.pairs; accounts are added with open_account."""
+        """Build the markets of settings.pairs; accounts are added with open_account.
+
+        book_fills: fills follow a published market (:mod:`framework.sim.market_fills`):
+        arrivals walk the book given to :meth:`set_book`, resting orders fill on the trades
+        given to :meth:`market_trades`, and a mark alone fills nothing.
+        """
+        self.book_fills = book_fills
         self.slippage = settings.slippage
         self.maintenance_rate = settings.maintenance_margin_rate
         self.post_only_reject = settings.post_only_crossing == "reject"
@@ -339,7 +351,11 @@ class Exchange:
         client_id = order.client_order_id
         position = account.positions.get(pair)
         opposite = position is not None and position.is_long != is_long
-        plan = plan_fill(market, order, self.slippage)
+        quotes = market.quotes if self.book_fills else None
+        if quotes is None:
+            plan = plan_fill(market, order, self.slippage)
+        else:
+            plan, quotes = plan_book_fill(market, order, quotes)
         fill, price, rest, crossing = plan.fill, plan.price, plan.rest, plan.crossing
         cancel_all = False
         if order.match_type == MatchType.POST_ONLY and crossing:
@@ -367,6 +383,8 @@ class Exchange:
             account.orders.placed(order, order_id, now_ms, filled=_ZERO, resting=None)
             return order_id
         if fill:
+            if quotes is not None:
+                market.quotes = quotes
             self._fill_step.apply(
                 account,
                 market,
@@ -392,21 +410,51 @@ class Exchange:
     # -- marks -------------------------------------------------------------------------------
 
     def set_mark(self, pair: str, price: Decimal, now_ms: int) -> list[Event]:
-        """Move a pair's mark: fill the resting orders it crosses, then liquidate."""
+        """Move a pair's mark: fill the resting orders it crosses (not with book_fills: trades
+        do), then liquidate."""
         market = self.markets[pair]
         if price <= 0:
             raise ValueError(f"a mark price must be positive, got {price}")
         market.mark = price
         events: list[Event] = []
-        for order in market.book.pop_crossed(price):
-            account = self.accounts[order.user_id]
-            fill_crossed(self._fill_step, account, market, order, now_ms, events)
+        if not self.book_fills:
+            for order in market.book.pop_crossed(price):
+                account = self.accounts[order.user_id]
+                fill_crossed(self._fill_step, account, market, order, now_ms, events)
+        self._liquidate(market, now_ms, events)
+        return events
+
+    def set_book(self, pair: str, book: QuoteBook | None) -> None:
+        """The pair's current published book, what arrivals walk (with book_fills)."""
+        self.markets[pair].quotes = book
+
+    def market_trades(self, pair: str, trades: Sequence[Trade], now_ms: int) -> list[Event]:
+        """Trades published on the pair: fill the resting orders they trade through, in order.
+
+        A trade at or below a bid fills it, one at or above an ask fills it (with
+        book_fills; otherwise the mark does that and this does nothing).
+        """
+        events: list[Event] = []
+        if not self.book_fills:
+            return events
+        market = self.markets[pair]
+        for trade in trades:
+            if not len(market.book):
+                break
+            for order in market.book.pop_crossed(trade.price):
+                account = self.accounts[order.user_id]
+                fill_crossed(self._fill_step, account, market, order, now_ms, events)
+        if events:
+            self._liquidate(market, now_ms, events)
+        return events
+
+    def _liquidate(self, market: Market, now_ms: int, events: list[Event]) -> None:
+        """Close the positions the pair's mark now puts under their maintenance margin."""
         due = positions_to_liquidate(market, self.accounts, self.markets, self.maintenance_rate)
         for account, position in due:
             self._fill_step.close_at_mark(
                 account, self.markets[position.pair], position, now_ms, events
             )
-        return events
 
     def cancel_order(self, record: OrderRecord | None, now_ms: int) -> tuple[int, list[Event]]:
         """Cancel an account's order by its record: 200 and the events, or 2340 (no record)

@@ -35,6 +35,7 @@ import attrs
 
 from framework.sim.book import Book
 from framework.sim.history import MatchHistory, OrderIndex, Recent
+from framework.venue.market import Book as QuoteBook
 from framework.venue.models import OrderInput
 from framework.venue.rules import PairRules
 
@@ -196,6 +197,9 @@ class Market:
     book: Book = attrs.Factory(Book)
     total_quantity: Decimal = _ZERO
     holders: dict[int, None] = attrs.Factory(dict)
+    # The market's current book when fills read one (framework.sim.market_fills): levels
+    # taken by this exchange's fills are gone from it until the next book is set.
+    quotes: QuoteBook | None = None
 
 
 def pnl_at(position: Position, price: Decimal, quantity: Decimal) -> Decimal:
@@ -244,6 +248,7 @@ class Savepoint:
     resting: dict[tuple[str, bool], Decimal]
     totals: dict[str, Decimal]
     ids: Sequences
+    quotes: dict[str, QuoteBook | None] = attrs.Factory(dict)
 
     @classmethod
     def take(
@@ -268,6 +273,7 @@ class Savepoint:
             resting=dict(account.resting),
             totals={p: markets[p].total_quantity for p in pairs},
             ids=attrs.evolve(ids),
+            quotes={p: markets[p].quotes for p in pairs},
         )
 
     def restore(
@@ -293,6 +299,7 @@ class Savepoint:
             if history is not None:
                 history.truncate(self.matches[pair])
             market.total_quantity = self.totals[pair]
+            market.quotes = self.quotes.get(pair, market.quotes)
             for order in market.book.orders():
                 if order.seq > self.ids.seq:
                     market.book.cancel(order)

@@ -55,6 +55,7 @@ Decisions where SPEC.md is silent:
   use too; the exchange's own times are not offset); the pairs path lists every pair with
   the rules the twin enforces, camelCase (``pairName``, ``contractPairId``, ``settleCoin``,
   ``priceDecimals``, ``minQuantity``..., decimals as strings, ``positionTypes`` a list).
+* Public market GETs (mark, index, trades, depth, kline): :mod:`framework.twin.market_http`.
 * WebSocket at ``ws_path``: :class:`framework.twin.hub.Sockets`.
 """
 
@@ -84,6 +85,8 @@ from framework.twin.auth import (
 )
 from framework.twin.faults import Counters, Faults, ReceivedOrders
 from framework.twin.hub import Hub, Sockets
+from framework.twin.market_feed import TwinMarket
+from framework.twin.market_http import MarketEndpoints
 from framework.twin.order_management import ORDER_MANAGEMENT_PATHS, OrderManagement
 from framework.twin.settings import TwinSettings
 from framework.twin.wire import Refused, page, parse_orders
@@ -118,6 +121,7 @@ class TwinApp:
         counters: Counters,
         clock: Callable[[], float],
         aborter: Aborter | None = None,
+        market: TwinMarket | None = None,
     ) -> None:
         """Wire the parts; clock gives seconds since the epoch."""
         self.settings = settings
@@ -137,6 +141,11 @@ class TwinApp:
         self._window_ms = int(settings.timestamp_window * 1000)
         self._rules = {name: m.rules for name, m in exchange.markets.items()}
         self.order_management = OrderManagement(exchange, settings)
+        self.market = (
+            market
+            if market is not None
+            else TwinMarket(settings.market, exchange, seed=settings.seed, clock_ms=self.now_ms)
+        )
         self.sockets = Sockets(
             hub,
             exchange,
@@ -144,6 +153,7 @@ class TwinApp:
             queue_limit=settings.ws_queue_limit,
             clock_ms=self.venue_clock_ms,
             window_ms=self._window_ms,
+            market=self.market,
         )
         signed = [
             (POSITIONS_PATH, self.position_list, 2001),
@@ -156,6 +166,10 @@ class TwinApp:
             Route(BATCH_CREATE_PATH, self.batch_create, methods=["POST"]),
             Route(TIME_PATH, self._endpoint(self.server_time), methods=["GET"]),
             Route(PAIRS_PATH, self._endpoint(self.pair_list), methods=["GET"]),
+            *(
+                Route(path, self._endpoint(handler), methods=["GET"])
+                for path, handler in MarketEndpoints(self.market, self.now_ms).handlers()
+            ),
             WebSocketRoute(settings.ws_path, self.sockets.serve),
             *(Route(p, self._endpoint(h, missing), methods=["POST"]) for p, h, missing in signed),
         ]
@@ -236,7 +250,7 @@ class TwinApp:
 
         Faults first (after the 413 check of a signed call); a signed call (missing: the code
         of a missing timestamp) is then authenticated and its timestamp checked. A public
-        one (missing None) has neither, nor parameters.
+        one (missing None) has neither; its query's parameters are passed as they are.
         """
 
         async def endpoint(request: Request) -> Response:
@@ -245,7 +259,10 @@ class TwinApp:
             if early is not None:
                 return early
             user_id, params = 0, dict[str, str]()
-            if missing is not None:
+            if missing is None:
+                query = request.scope["query_string"].decode("latin-1")
+                params = dict(parse_qsl(query, keep_blank_values=True)) if query else params
+            else:
                 signed = self._signed_query(request)
                 if isinstance(signed, Response):
                     return signed

@@ -4,11 +4,14 @@
 
     python run.py venue [--host 127.0.0.1] [--port 8400] [--config FILE]
                         [--account API_KEY=0xADDRESS ...] [--balance 100000] [--seed N]
+                        [--market]
 
 Prints the REST base URL and the WebSocket URL once it accepts connections. Accounts given
 with ``--account`` get ``--balance`` in every settlement coin of the configured pairs, as does
 the TEST-ONLY demo account (unless the config sets ``demo_account: false``). Ctrl-C or
 SIGTERM stop it cleanly (exit status 0); a bad config exits with status 2 and the reason.
+``--market`` turns on the generated public market (``market.enabled`` of the settings: books,
+trades and bars published, user orders filled against them).
 The process runs on uvloop when it is installed.
 """
 
@@ -79,6 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="starting balance of --account and demo accounts per settlement coin (100000)",
     )
     parser.add_argument("--seed", type=int, help="seed of the price walk and of faults")
+    parser.add_argument(
+        "--market",
+        action="store_true",
+        help="publish a generated market (book, trades, bars) and fill orders against it",
+    )
     return parser
 
 
@@ -93,6 +101,8 @@ def _settings(args: argparse.Namespace) -> TwinSettings:
         changes["seed"] = args.seed
     if args.balance is not None:
         changes["demo_balance"] = args.balance
+    if args.market:
+        changes["market"] = attrs.evolve(settings.market, enabled=True)
     if args.account:
         balance = args.balance if args.balance is not None else settings.demo_balance
         coins = dict.fromkeys(settle_coin_of(n, p.rules) for n, p in settings.pairs.items())
@@ -114,6 +124,8 @@ async def _serve(settings: TwinSettings) -> None:
         loop.add_signal_handler(signal.SIGTERM, stop.set)
     async with VenueTwin(settings) as twin:
         print(f"venue twin ready\n  REST       {twin.base_url}\n  WebSocket  {twin.ws_url}")
+        if settings.market.enabled:
+            print(f"  market     on: {', '.join(settings.pairs)} (seed {settings.seed})")
         if twin.demo_user_id is not None:
             print(f"  demo (TEST ONLY) APIKEY {DEMO_API_KEY} address {DEMO_ADDRESS}")
             print("  its private key is framework.twin.demo.DEMO_PRIVATE_KEY")

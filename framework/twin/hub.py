@@ -16,6 +16,11 @@ is outside the window or which lacks pair/symbol is acknowledged with ``success:
 a reason in ``msg``, and registers nothing. So is any field of the wrong type (an apiKey that
 is a list, a pair that is a number...): the ack echoes pair and symbol only when they are
 strings (else null), and the socket stays open. A text frame ``ping`` is answered ``pong``.
+
+Market events (api_depth, api_trade, api_kline: :mod:`framework.twin.market_feed`) are
+subscribed with the same signed message plus ``pair`` (and ``period`` for api_kline), and
+unsubscribed with ``method: UNSUBSCRIBE`` (acknowledged the same way, ``method``
+``UNSUBSCRIBE``); their acks echo the pair and the period.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from framework.sim.exchange import Exchange
 from framework.twin import wire
 from framework.twin.auth import AuthRefused, Verifier, parse_timestamp, within_window
 from framework.twin.faults import Counters, Faults
+from framework.twin.market_feed import MARKET_EVENTS, TwinMarket
 from framework.venue.errors import render_message
 
 __all__ = ["Connection", "Hub", "Sockets"]
@@ -205,8 +211,10 @@ class Sockets:
         queue_limit: int,
         clock_ms: Callable[[], int],
         window_ms: int,
+        market: TwinMarket | None = None,
     ) -> None:
         """clock_ms: the venue clock the timestamp window is checked against."""
+        self.market = market
         self.hub = hub
         self.exchange = exchange
         self.verifier = verifier
@@ -247,6 +255,8 @@ class Sockets:
             pass
         finally:
             self.hub.remove(connection)
+            if self.market is not None:
+                self.market.forget(connection)
             connection.request_close()
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -263,6 +273,7 @@ class Sockets:
         pair = message.get("pair")
         symbol = message.get("symbol")
         name = event if isinstance(event, str) else "unknown"
+        method = message.get("method")
 
         def refuse(reason: str) -> dict[str, Any]:
             self.hub.counters.subscribe_refusals += 1
@@ -272,9 +283,12 @@ class Sockets:
                 msg=reason,
                 pair=pair if isinstance(pair, str) else None,
                 symbol=symbol if isinstance(symbol, str) else None,
+                method=method if method == "UNSUBSCRIBE" else "SUBSCRIBE",
             )
 
-        if message.get("method") != "SUBSCRIBE":
+        if self.market is not None and event in MARKET_EVENTS:
+            return self._market(connection, message, refuse)
+        if method != "SUBSCRIBE":
             return refuse(render_message(2001, "method"))
         if event not in ("api_position", "api_account"):
             return refuse(render_message(2001, "event"))
@@ -313,3 +327,57 @@ class Sockets:
         return wire.subscribe_ack(
             event, success=True, msg=f"Subscribe {event} success", symbol=symbol
         )
+
+    def _verified(self, message: dict[str, Any]) -> str | None:
+        """Why a signed message's timestamp or signature is refused (None: it verifies)."""
+        timestamp = message.get("timestamp")
+        stamp = parse_timestamp(timestamp)
+        if stamp is None:
+            return render_message(2001, "timestamp")
+        try:
+            self.verifier.authenticate(
+                message.get("apiKey"),
+                message.get("signType"),
+                message.get("signature"),
+                (str(timestamp),),
+            )
+        except AuthRefused as exc:
+            return f"Unauthorized: {exc}"
+        if not within_window(stamp, self.clock_ms(), self.window_ms):
+            return render_message(2001, "timestamp")
+        return None
+
+    def _market(
+        self,
+        connection: Connection,
+        message: dict[str, Any],
+        refuse: Callable[[str], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """A market (UN)SUBSCRIBE: checked, signed as api_position's, then (un)registered."""
+        assert self.market is not None
+        event, pair, period = message["event"], message.get("pair"), message.get("period")
+        method = message.get("method")
+        if method not in ("SUBSCRIBE", "UNSUBSCRIBE"):
+            return refuse(render_message(2001, "method"))
+        reason = self.market.check(event, pair, period) or self._verified(message)
+        if reason is not None:
+            return refuse(reason)
+        assert isinstance(pair, str)
+        kept = period if isinstance(period, str) else None
+        if method == "UNSUBSCRIBE":
+            self.market.unsubscribe(connection, event, pair, kept)
+            ack = wire.subscribe_ack(
+                event, success=True, msg=f"Unsubscribe {event} success", pair=pair,
+                method="UNSUBSCRIBE",
+            )  # fmt: skip
+        else:
+            reason = self.market.subscribe(connection, event, pair, kept)
+            if reason is not None:
+                return refuse(reason)
+            self.hub.counters.subscriptions += 1
+            ack = wire.subscribe_ack(
+                event, success=True, msg=f"Subscribe {event} success", pair=pair
+            )
+        if kept is not None:
+            ack["period"] = kept
+        return ack

@@ -6,6 +6,7 @@
         twin.base_url, twin.ws_url                      # http://127.0.0.1:PORT, ws://.../api/market/ws
         twin.set_mark("ETH-USD", Decimal("2010"))       # move prices by hand (fills, liquidations)
         twin.step()                                     # or one tick of the price model
+        twin.market.tapes["ETH-USD"].last_trades(10)    # the public market (settings.market)
         twin.faults.configure(busy_rate=0.5)            # inject faults at run time
         twin.counters.busy_answers                      # and count them
         twin.received_orders                            # (clientOrderId, payload) of orders read
@@ -74,6 +75,7 @@ from framework.twin.auth import Credentials, Verifier
 from framework.twin.demo import DEMO_ADDRESS, DEMO_API_KEY
 from framework.twin.faults import Counters, Faults, ReceivedOrders
 from framework.twin.hub import Hub
+from framework.twin.market_feed import TwinMarket
 from framework.twin.prices import RandomWalk, build_price_model
 from framework.twin.settings import ServerSettings, TwinSettings
 from framework.venue.rules import settle_coin_of
@@ -294,13 +296,20 @@ class VenueTwin:
         seed = self.settings.seed
         self.counters = Counters()
         self.faults = Faults(self.settings.faults, random.Random(f"{seed}:faults"), self.counters)
-        self.exchange = Exchange(self.settings, match_delay=self.faults.match_delay_ms)
+        self.exchange = Exchange(
+            self.settings,
+            match_delay=self.faults.match_delay_ms,
+            book_fills=self.settings.market.enabled,
+        )
         self.verifier = Verifier(default_sign_type=self.settings.default_sign_type)
         self.hub = Hub(self.faults, self.counters)
         self.prices = build_price_model(self.settings, random.Random(f"{seed}:prices"))
         for pair, price in self.prices.start().items():
             if pair in self.exchange.markets:
                 self.exchange.markets[pair].mark = price
+        self.market = TwinMarket(
+            self.settings.market, self.exchange, seed=seed, clock_ms=self.now_ms
+        )
         self._transports: dict[Peer, asyncio.Transport] = {}
         self.app = TwinApp(
             self.settings,
@@ -311,6 +320,7 @@ class VenueTwin:
             counters=self.counters,
             clock=clock,
             aborter=self._abort,
+            market=self.market,
         )
         self._next_user_id = 0
         for account in self.settings.accounts:
@@ -410,14 +420,20 @@ class VenueTwin:
         value = Decimal(price)
         if isinstance(self.prices, RandomWalk):
             self.prices.set(pair, value)
-        self.hub.publish(self.exchange.set_mark(pair, value, self.now_ms()))
+        now = self.now_ms()
+        self.hub.publish(self.exchange.set_mark(pair, value, now))
+        self.hub.publish(self.market.tick(pair, now))
 
     def step(self, ticks: int = 1) -> None:
-        """Advance the price model by ticks, applying each new mark."""
+        """Advance the price model by ticks, applying each new mark, then a market tick of
+        every pair (its index; with the market on, its book and trades, and their fills)."""
         for _ in range(ticks):
+            now = self.now_ms()
             for pair, price in self.prices.step().items():
                 if pair in self.exchange.markets:
-                    self.hub.publish(self.exchange.set_mark(pair, price, self.now_ms()))
+                    self.hub.publish(self.exchange.set_mark(pair, price, now))
+            for pair in self.exchange.markets:
+                self.hub.publish(self.market.tick(pair, now))
 
     def disconnect_websockets(self) -> int:
         """Close every WebSocket from the server side now; returns how many (counted)."""

@@ -16,6 +16,11 @@ for the duplicate check and ``VenueTwin.executed_orders``) and ``received_orders
 32 MiB by default). Whatever the twin keeps per order, match or request is bounded by one
 of them, so its memory stays flat over a long run. What one request may cost is bounded by
 ``server`` (:class:`ServerSettings`: sizes, timeouts, connections).
+
+``market`` (:class:`~framework.sim.market.MarketSettings`, ``enabled: false`` by default):
+the seeded book and trades the twin publishes on its public market endpoints and WebSocket
+events, and fills user orders against when enabled (``venue.twin.market.enabled: true`` in
+a node's config, ``market: {enabled: true}`` in the twin's own settings file).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any, Literal
 
 import attrs
 
+from framework.sim.market import MarketSettings
 from framework.sim.state import ExchangeSettings
 from framework.venue.errors import ConfigError
 from framework.yaml_attrs import ConfigProblems, LineMap, read_yaml, structure
@@ -37,6 +43,7 @@ from framework.yaml_read import read_config_text
 __all__ = [
     "AccountSettings",
     "FaultSettings",
+    "MarketSettings",
     "PriceSettings",
     "ServerSettings",
     "TwinSettings",
@@ -205,6 +212,9 @@ class TwinSettings(ExchangeSettings):
     demo_account: bool = True
     demo_balance: Decimal = attrs.field(default=Decimal("100000"), validator=_non_negative)
     prices: PriceSettings = PriceSettings()
+    # The public market the twin publishes and fills against (framework.sim.market); off by
+    # default: fills at the mark, trades/depth/kline answer empty.
+    market: MarketSettings = attrs.Factory(MarketSettings)
     faults: FaultSettings = attrs.field(factory=FaultSettings)
     ws_queue_limit: int = 10000
     # The order-management extension (framework/twin/order_management.py): off, its seven

@@ -434,12 +434,18 @@ def account_frame(event: BalanceChanged) -> dict[str, Any]:
 
 
 def subscribe_ack(
-    event: str, *, success: bool, msg: str, pair: str | None = None, symbol: str | None = None
+    event: str,
+    *,
+    success: bool,
+    msg: str,
+    pair: str | None = None,
+    symbol: str | None = None,
+    method: str = "SUBSCRIBE",
 ) -> dict[str, Any]:
     """A subscription acknowledgement (SPEC section 6), echoing the pair or the symbol."""
     frame: dict[str, Any] = {
         "event": f"{event}_res",
-        "method": "SUBSCRIBE",
+        "method": method,
         "msg": msg,
         "success": success,
     }
