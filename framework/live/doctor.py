@@ -31,6 +31,7 @@ from framework.cli import add_strategy_dirs, program
 from framework.config import Config, load_config
 from framework.engine.clock import Clock
 from framework.engine.raised import one_line
+from framework.live.doctor_market import market_flowing
 from framework.live.embedded import VenueAccess, open_venue
 from framework.live.rest import RestClient
 from framework.live.stream import StreamClient
@@ -116,15 +117,11 @@ async def diagnose(
 
     config = _config(str(config_path), found)
     if config is None:
-        for check in ("venue", "key", "clock", "stream", "pairs", "journal", "metrics"):
+        for check in (*_VENUE_CHECKS, "journal", "metrics", "market-data"):
             found("skip", check, "the config did not load")
     else:
         secrets.extend(config.secrets())
         await _venue_checks(config, clock, found)
-        journal = anyio.to_thread.run_sync(_journal, config, abandon_on_cancel=True)
-        found(*await _bounded("journal", JOURNAL_TIMEOUT_S, journal))
-        found(*_metrics(config))
-    found("skip", "market-data", "this version reads no market data")
     return findings
 
 
@@ -156,9 +153,12 @@ def _first(problems: list[str], path: str) -> str:
     )
 
 
+_VENUE_CHECKS: Final = ("venue", "key", "clock", "stream", "pairs")
+
+
 async def _venue_checks(config: Config, clock: Clock, found: Found) -> None:
-    """venue, key, clock, stream and pairs: each bounded; skipped when the venue is not there."""
-    checks = ("key", "clock", "stream", "pairs")
+    """The checks in order, while the venue (the embedded twin too) is open; each bounded."""
+    checks = _VENUE_CHECKS[1:]
     timeout = config.venue.timeout_s
     async with AsyncExitStack() as stack:
         try:
@@ -168,6 +168,8 @@ async def _venue_checks(config: Config, clock: Clock, found: Found) -> None:
             found("fail", "venue", f"the embedded venue twin did not start: {one_line(exc)}")
             for check in checks:
                 found("skip", check, "no venue")
+            await _local_checks(config, found)
+            found("skip", "market-data", "no venue")
             return
         signer = make_signer(access.sign_type, access.api_secret.reveal())
         rest = await stack.enter_async_context(
@@ -180,14 +182,27 @@ async def _venue_checks(config: Config, clock: Clock, found: Found) -> None:
                 now_ms=clock.now_ms,
             )
         )
-        if not await _reachable(access, rest, timeout, found):
+        reachable = await _reachable(access, rest, timeout, found)
+        if reachable:
+            found(*await _bounded("key", timeout * 2, _key(config, rest)))
+            found(*await _bounded("clock", timeout * 2, _clock(rest, clock)))
+            found(*await _stream(config, access, rest, clock))
+            found(*await _bounded("pairs", timeout * 2, _pairs(config, rest)))
+        else:
             for check in checks:
                 found("skip", check, "the venue is not reachable")
-            return
-        found(*await _bounded("key", timeout * 2, _key(config, rest)))
-        found(*await _bounded("clock", timeout * 2, _clock(rest, clock)))
-        found(*await _stream(config, access, rest, clock))
-        found(*await _bounded("pairs", timeout * 2, _pairs(config, rest)))
+        await _local_checks(config, found)
+        if reachable:
+            found(*await market_flowing(config, access.ws_url, rest, clock))
+        else:
+            found("skip", "market-data", "the venue is not reachable")
+
+
+async def _local_checks(config: Config, found: Found) -> None:
+    """journal and metrics: this machine's, no venue needed."""
+    journal = anyio.to_thread.run_sync(_journal, config, abandon_on_cancel=True)
+    found(*await _bounded("journal", JOURNAL_TIMEOUT_S, journal))
+    found(*_metrics(config))
 
 
 async def _bounded(check: str, seconds: float, outcome: Coroutine[Any, Any, Outcome]) -> Outcome:

@@ -35,6 +35,9 @@ strategies:
 """
 
 
+TWIN_MARKET = "{market: {enabled: true}, prices: {tick_interval: 0.05}}"
+
+
 def embedded(tmp_path: Path, extra: str = "", twin: str = "{}") -> Path:
     """A config on the embedded twin (its settings twin), with extra top-level YAML."""
     path = tmp_path / "doctor.yaml"
@@ -94,7 +97,8 @@ def test_a_healthy_config_is_ok_or_skip_on_every_line_and_exits_0(tmp_path: Path
     journal.add("pf-2", "pf", "ladder", order, OrderStatus.CANCELED, 1)
     journal.commit()
     journal.close()
-    config = embedded(tmp_path, f"journal: {{path: {journal_path}}}\n")
+    market = "market: {pairs: {ETH-USD: {channels: [trade, depth]}}}\n"
+    config = embedded(tmp_path, f"journal: {{path: {journal_path}}}\n{market}", TWIN_MARKET)
     done = subprocess.run(
         command(config), cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
     )
@@ -105,8 +109,13 @@ def test_a_healthy_config_is_ok_or_skip_on_every_line_and_exits_0(tmp_path: Path
     assert statuses == {
         **dict.fromkeys(CHECKS[:7], "ok"),
         "metrics": "skip",
-        "market-data": "skip",
+        "market-data": "ok",
     }
+    assert re.fullmatch(
+        r"ETH-USD: trade \S+, book \S+/\S+, mark \S+"
+        r" \(first after \d+\.\d s\)",
+        lines["market-data"][1],
+    ), lines["market-data"]
     assert lines["journal"][1] == (
         f"{journal_path}: healthy, 3 intents; 1 open of node pf; other owners: other (1 open)"
     )
@@ -233,3 +242,22 @@ async def test_a_config_that_does_not_load_fails_first_and_the_rest_is_skipped(
     assert found["config"].status == "fail"
     assert found["config"].text.startswith("pairs_typo: unknown key")
     assert {found[c].status for c in CHECKS[1:]} == {"skip"}
+
+
+@pytest.mark.anyio
+async def test_market_data_that_does_not_flow_fails_and_no_section_is_a_skip(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    market = "market: {stale_after_s: 1, pairs: {ETH-USD: {channels: [trade]}}}\n"
+    # The twin's market is off: it acknowledges the subscribe and never sends a trade.
+    silent = await doctor(embedded(tmp_path, market))
+    assert (silent["market-data"].status, silent["market-data"].text) == (
+        "fail",
+        "ETH-USD: no market event within 6 s of subscribing: market orders on it would be"
+        " refused as stale",
+    )
+    none = await doctor(embedded(tmp_path))
+    assert (none["market-data"].status, none["market-data"].text) == (
+        "skip",
+        "no `market:` section: strategies hear no market data",
+    )
