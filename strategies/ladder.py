@@ -31,11 +31,11 @@ class Ladder(Strategy):
        Each round trip earns ``spacing x quantity`` minus fees, and the ladder keeps
        2 x levels orders outstanding.
     4. When a fill, or the book's mid, lands more than ``recentre_levels`` x spacing from
-       the reference, the ladder re-centres: it cancels its resting orders (an extension beyond SPEC.md; see
-       the README) and builds the grid again around that fill. An order being cancelled is
-       forgotten once CANCELED; if it fills first (the venue refuses the cancel) or the
-       cancel is refused, its fill is still answered like any other. Around the mid, the
-       grid follows the market; without a book, it follows the fills.
+       the reference, the ladder re-centres: it cancels its resting orders (an extension
+       beyond SPEC.md; see the README) and builds the grid again around that price. An
+       order being cancelled is forgotten once CANCELED; if it fills first (the venue
+       refuses the cancel) or the cancel is refused, its fill is still answered like any
+       other. So the grid follows the market's mid, and without a book its own fills.
 
     After a restart the ladder adopts what it left on the book: at on_start its open orders
     (the journal's, checked against the venue's open-order list) that sit on the new grid

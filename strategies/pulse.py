@@ -28,11 +28,11 @@ class Pulse(Strategy):
 
     The direction follows the market when the strategy hears its trades (``on_trade``, the
     ``market:`` section's trade channel): at each pulse, a last trade price above the one at
-    the previous pulse sets it long, below short. Otherwise (no trades, or no move) the
-    realized profit of a closing fill decides it: a winning trade keeps the direction (the
-    move continued), a losing one flips it. While an order is waiting for its outcome
-    no other order is sent. The decisions depend only on timer ticks, trades, pushes and
-    fills, so the same inputs give the same orders.
+    the previous pulse sets it long, below short. A closing fill's realized profit turns it
+    too: a winning trade keeps the direction (the move continued), a losing one flips it;
+    without trades (or while the price stands still) that alone decides. While an order is
+    waiting for its outcome no other order is sent. The decisions depend only on timer
+    ticks, trades, pushes and fills, so the same inputs give the same orders.
     """
 
     @attrs.frozen(kw_only=True)
