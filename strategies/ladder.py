@@ -9,6 +9,7 @@ import attrs
 
 from framework import CancelRejected, MatchRecord, OrderIntent, OrderStatus, OrderUpdate, Strategy
 from framework.config import structure_params
+from framework.engine.risk import STALE_MARKET
 from framework.engine.strategy import StrategyContext
 from framework.venue.market import Book
 
@@ -163,6 +164,9 @@ class Ladder(Strategy):
             self.resting.pop(update.client_order_id, None)
             self.cancelling.pop(update.client_order_id, None)
             if update.client_order_id == self.probe_id and self.reference is None:
+                if update.code == STALE_MARKET:  # fed, but nothing heard yet: a book will come
+                    self.log.info("no market data yet: the ladder builds on the first book")
+                    return
                 self.log.warning(
                     "the probe was refused: the ladder has no price to build around and"
                     " stays unbuilt until a restart (%s %s) or a book of its pair",

@@ -4,7 +4,10 @@ which has none, gives the same report as before)."""
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
+
+import pytest
 
 from framework import OrderIntent
 from framework.config import parse_config
@@ -105,6 +108,21 @@ def test_the_ladder_builds_on_the_first_book_and_recentres_when_the_mid_drifts()
     assert ladder.recentred == 1 and ladder.reference == Decimal(2004)
     run.kernel.intake(Book(pair="ETH-USD", bids=(), asks=((Decimal(3000), Decimal(1)),)))
     assert run.grid() == [] and ladder.reference == Decimal(2004)  # no mid: nothing to do
+
+
+def test_a_ladder_whose_pair_is_fed_builds_on_the_first_book_when_its_probe_is_stale(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    market = "market: {stale_after_s: 5, pairs: {ETH-USD: {channels: [depth]}}}\n"
+    run = Run(LADDER + market)
+    caplog.set_level(logging.INFO, "strategy.ladder")
+    run.kernel.start()  # the probe is refused (9007): nothing heard yet
+    assert "no market data yet: the ladder builds on the first book" in caplog.messages
+    ladder = [r for r in caplog.records if r.name == "strategy.ladder"]
+    assert not [r for r in ladder if r.levelno >= logging.WARNING]  # an expected refusal
+    run.intents.clear()
+    run.kernel.intake(book("1999", "2001"))
+    assert run.grid() == grid_around(2000)
 
 
 def pulse(run: Run) -> None:
