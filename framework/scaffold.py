@@ -1,7 +1,7 @@
 """``perpframe new-strategy NAME``: write a documented strategy skeleton and a config for it.
 
 NAME.py holds a Strategy subclass with every hook of the hook table stubbed and explained in
-one line each;
+one line each (the market's hooks too, and ``self.market`` read in the timer's example);
 NAME.yaml runs it against the embedded venue twin (no credentials), so
 ``perpframe check -c NAME.yaml`` passes and ``perpframe live -c NAME.yaml`` trades play money
 at once. Existing files are never overwritten.
@@ -14,6 +14,7 @@ import inspect
 import keyword
 import sys
 from pathlib import Path
+from typing import get_type_hints
 
 import framework
 from framework.cli import program
@@ -32,11 +33,7 @@ from typing import Any
 
 import attrs
 
-from framework import (
 {imports}
-)
-from framework.config import structure_params
-from framework.engine.strategy import StrategyContext
 
 
 class {cls}(Strategy):
@@ -69,21 +66,27 @@ _BODIES = {
     "on_order": 'if update.status == "REJECTED":  # or ACCEPTED, FILLED, UNKNOWN...\n'
     '    self.log.warning("refused %s: %s %s", update.client_order_id, update.code, '
     "update.msg)",
-    "on_timer": 'if name == "tick" and self.p.trade and '
-    "self.portfolio.net_quantity(self.p.pair) == 0:\n"
+    "on_timer": "pair, market = self.p.pair, self.market  # last(pair), mark, book(pair).mid...\n"
+    'if name == "tick" and self.p.trade and self.portfolio.net_quantity(pair) == 0:\n'
+    '    self.log.info("buying %s at market, last trade %s", pair, market.last(pair))\n'
     "    # Market order; a limit order sets price=Decimal(...), match_type, lever, "
     "position_type.\n"
-    "    self.submit(OrderIntent(pair=self.p.pair, is_long=True, quantity=self.p.quantity))",
+    "    self.submit(OrderIntent(pair=pair, is_long=True, quantity=self.p.quantity))",
     "on_cancel_rejected": 'self.log.warning("cancel refused %s: %s %s", event.client_order_id, '
     "event.code, event.msg)",
     "on_stop": 'self.log.info("stopping with position %s", '
     "self.portfolio.net_quantity(self.p.pair))",
+    "on_trade": 'self.log.debug("trade %s %s at %s", trade.pair, trade.quantity, trade.price)',
+    "on_book": "# self.market.book(pair) is the latest too, read from any hook\n"
+    'self.log.debug("book %s mid %s", book.pair, book.mid)',
+    "on_bar": 'self.log.debug("bar %s %s close %s", bar.pair, bar.period, bar.close)',
+    "on_mark": 'self.log.debug("mark %s %s", mark.pair, mark.price)',
 }
 """Each hook's body in the skeleton (its docstring is the base class's); others get pass."""
 
 
-def _stub(name: str) -> tuple[str, set[str]]:
-    """One hook of the skeleton (every row of the hook table has one) and the names it uses."""
+def _stub(name: str) -> tuple[str, set[type]]:
+    """One hook of the skeleton (every row of the hook table has one) and the types it names."""
     method = getattr(Strategy, name)
     doc, body = (inspect.getdoc(method) or "").split("\n")[0], _BODIES.get(name, "pass")
     params = [
@@ -92,7 +95,23 @@ def _stub(name: str) -> tuple[str, set[str]]:
     ]
     lines = "".join(f"\n        {line}" for line in body.splitlines())
     text = f'\n    def {name}({", ".join(params)}) -> None:\n        """{doc}"""{lines}\n'
-    return text, {str(p.annotation) for p in inspect.signature(method).parameters.values()}
+    hints = get_type_hints(method)
+    return text, {t for k, t in hints.items() if k != "return" and isinstance(t, type)}
+
+
+def _imports(types: set[type]) -> str:
+    """The import lines of types: the framework's public API, else their own module."""
+    public = {t.__name__ for t in types if getattr(framework, t.__name__, None) is t}
+    lines = ["from framework import (", *(f"    {n}," for n in sorted(public)), ")"]
+    others: dict[str, list[str]] = {  # besides the hooks' types, what the skeleton uses
+        "framework.config": ["structure_params"],
+        "framework.engine.strategy": ["StrategyContext"],
+    }
+    for t in types:
+        if t.__name__ not in public and t.__module__.startswith("framework."):
+            others.setdefault(t.__module__, []).append(t.__name__)
+    lines += [f"from {m} import {', '.join(sorted(n))}" for m, n in sorted(others.items())]
+    return "\n".join(lines)
 
 
 _CONFIG = """\
@@ -118,6 +137,11 @@ pairs:
 polling:
   match_interval_s: 0.5
 
+# market:                     # the pair's market events: on_trade, on_book... and self.market
+#   stale_after_s: 10         # market orders are refused (9007) on older market data
+#   pairs:
+#     {pair}: {{channels: [trade, depth]}}
+
 strategies:
   - name: {name}
     class: {module}:{cls}
@@ -139,14 +163,13 @@ def class_name(name: str) -> str:
 
 def render_strategy(name: str) -> str:
     """The text of NAME.py: its Params and a stub of every hook of the hook table."""
-    stubs, used = [], {"OrderIntent", "Strategy"}
+    stubs, used = [], {framework.OrderIntent, framework.Strategy}
     for row in HOOKS:
         if row.name in vars(Strategy):  # the framework's hooks (a plug-in's are its own)
-            text, names = _stub(row.name)
+            text, types = _stub(row.name)
             stubs.append(text)
-            used |= {n for n in names if hasattr(framework, n)}
-    imports = "\n".join(f"    {n}," for n in sorted(used))
-    return _STRATEGY.format(cls=class_name(name), imports=imports) + "".join(stubs)
+            used |= types
+    return _STRATEGY.format(cls=class_name(name), imports=_imports(used)) + "".join(stubs)
 
 
 def render_config(name: str, pair: str = "ETH-USD") -> str:

@@ -1,4 +1,4 @@
-"""Ladder: a grid market maker that keeps limit orders on both sides of its last fill."""
+"""Ladder: a grid market maker that keeps limit orders on both sides of the book's mid."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import attrs
 
 from framework import CancelRejected, MatchRecord, OrderIntent, OrderStatus, OrderUpdate, Strategy
 from framework.config import structure_params
+from framework.engine.risk import STALE_MARKET
 from framework.engine.strategy import StrategyContext
+from framework.venue.market import Book
 
 __all__ = ["Ladder"]
 
@@ -17,21 +19,24 @@ __all__ = ["Ladder"]
 class Ladder(Strategy):
     """Grid market maker: a ladder of GTC limit orders around a reference price.
 
-    The venue API has no market data, so the ladder needs none:
+    It quotes around the market when it hears one, and needs none:
 
-    1. The reference is ``reference_price`` when given; otherwise one market order of
-       ``quantity`` (``probe_long`` decides the side) is sent and its fill price is used.
+    1. The reference is ``reference_price`` when given, else the mid of the pair's book
+       (``self.market.book(pair).mid``, the ``market:`` section's depth channel); with no
+       book yet, one market order of ``quantity`` (``probe_long`` decides the side) is sent
+       and its fill price is used, unless a book comes first.
     2. ``levels`` buy orders are placed at reference - k x spacing and ``levels`` sell orders
        at reference + k x spacing (k = 1..levels), each of ``quantity``.
     3. Whenever one of its resting orders fills at price P, the counter order goes in: a buy
        filled at P becomes a sell at P + spacing, a sell filled at P a buy at P - spacing.
        Each round trip earns ``spacing x quantity`` minus fees, and the ladder keeps
        2 x levels orders outstanding.
-    4. When a fill lands more than ``recentre_levels`` x spacing from the reference, the
-       ladder re-centres: it cancels its resting orders (an extension beyond SPEC.md; see
-       the README) and builds the grid again around that fill. An order being cancelled is
-       forgotten once CANCELED; if it fills first (the venue refuses the cancel) or the
-       cancel is refused, its fill is still answered like any other.
+    4. When a fill, or the book's mid, lands more than ``recentre_levels`` x spacing from
+       the reference, the ladder re-centres: it cancels its resting orders (an extension
+       beyond SPEC.md; see the README) and builds the grid again around that price. An
+       order being cancelled is forgotten once CANCELED; if it fills first (the venue
+       refuses the cancel) or the cancel is refused, its fill is still answered like any
+       other. So the grid follows the market's mid, and without a book its own fills.
 
     After a restart the ladder adopts what it left on the book: at on_start its open orders
     (the journal's, checked against the venue's open-order list) that sit on the new grid
@@ -41,8 +46,8 @@ class Ladder(Strategy):
     the node was down, it is forgotten and its level stays empty until a re-centre.
 
     All orders have the same quantity, so a counter order never exceeds the position it
-    reduces (the venue's rule 2318). Decisions depend only on the fills and order updates
-    received, so the same inputs always give the same orders.
+    reduces (the venue's rule 2318). Decisions depend only on the books, fills and order
+    updates received, so the same inputs always give the same orders.
     """
 
     @attrs.frozen(kw_only=True)
@@ -86,7 +91,7 @@ class Ladder(Strategy):
         self.adopted = 0
 
     def on_start(self) -> None:
-        """Adopt the orders left resting, then build around reference_price or probe."""
+        """Adopt the orders left resting, then build around reference_price, the mid or a probe."""
         s = self.settings
         for order in self.open_orders(s.pair):
             if order.price is not None:
@@ -94,8 +99,12 @@ class Ladder(Strategy):
         self.adopted = len(self.resting)
         if self.adopted:
             self.log.info("adopted resting orders", extra={"orders": self.adopted})
-        if s.reference_price is not None:
-            self._build(s.reference_price)
+        book = self.market.book(s.pair)
+        centre = s.reference_price
+        if centre is None and book is not None:
+            centre = book.mid
+        if centre is not None:
+            self._build(centre)
             return
         self.probe_id = self.submit(
             OrderIntent(
@@ -135,6 +144,16 @@ class Ladder(Strategy):
         )
         self._place(not was_long, counter)
 
+    def on_book(self, book: Book) -> None:
+        """Quote around the mid: build on it (no probe fill yet), re-centre when it drifts."""
+        mid = book.mid
+        if mid is None:
+            return  # a side of the book is empty
+        if self.reference is None:
+            self._build(mid)
+        elif abs(mid - self.reference) > self._recentre_distance():
+            self._recentre(mid)
+
     def on_order(self, update: OrderUpdate) -> None:
         """Forget refused and cancelled orders; an unplaceable probe leaves the ladder unbuilt."""
         if update.status is OrderStatus.CANCELED:
@@ -145,9 +164,12 @@ class Ladder(Strategy):
             self.resting.pop(update.client_order_id, None)
             self.cancelling.pop(update.client_order_id, None)
             if update.client_order_id == self.probe_id and self.reference is None:
+                if update.code == STALE_MARKET:  # fed, but nothing heard yet: a book will come
+                    self.log.info("no market data yet: the ladder builds on the first book")
+                    return
                 self.log.warning(
                     "the probe was refused: the ladder has no price to build around and"
-                    " stays unbuilt until a restart (%s %s)",
+                    " stays unbuilt until a restart (%s %s) or a book of its pair",
                     update.code,
                     update.msg,
                 )

@@ -10,12 +10,13 @@ import attrs
 from framework import MatchRecord, OrderIntent, OrderStatus, OrderUpdate, PositionPush, Strategy
 from framework.config import structure_params
 from framework.engine.strategy import StrategyContext
+from framework.venue.market import Trade
 
 __all__ = ["Pulse"]
 
 
 class Pulse(Strategy):
-    """Momentum taker ("win-stay, lose-shift"), driven by a timer and position pushes.
+    """Momentum taker: follows the market's trades, else "win-stay, lose-shift", on a timer.
 
     Every ``every_s`` seconds the ``pulse`` timer fires and the strategy looks at its position
     on ``pair`` (kept current by api_position pushes through the portfolio):
@@ -25,10 +26,13 @@ class Pulse(Strategy):
     * open for ``hold`` pulses: close it with a market order of exactly the open quantity in
       the other direction (never more, so the venue's rule 2318 cannot trip).
 
-    When a closing fill arrives its realized profit decides the next direction: a winning
-    trade keeps the direction (the move continued), a losing one flips it. While an order
-    is waiting for its outcome no other order is sent. The decisions depend only on timer
-    ticks, pushes and fills, so the same inputs give the same orders.
+    The direction follows the market when the strategy hears its trades (``on_trade``, the
+    ``market:`` section's trade channel): at each pulse, a last trade price above the one at
+    the previous pulse sets it long, below short. A closing fill's realized profit turns it
+    too: a winning trade keeps the direction (the move continued), a losing one flips it;
+    without trades (or while the price stands still) that alone decides. While an order is
+    waiting for its outcome no other order is sent. The decisions depend only on timer
+    ticks, trades, pushes and fills, so the same inputs give the same orders.
     """
 
     @attrs.frozen(kw_only=True)
@@ -59,6 +63,8 @@ class Pulse(Strategy):
         self.held = 0
         self.wins = 0
         self.losses = 0
+        self.last_trade: Decimal | None = None  # the market's latest trade price
+        self.seen: Decimal | None = None  # ... as it was at the previous pulse
 
     def on_start(self) -> None:
         """Start the pulse timer."""
@@ -66,7 +72,12 @@ class Pulse(Strategy):
 
     def on_timer(self, name: str) -> None:
         """Open when flat, close after hold pulses; nothing while an order is outstanding."""
-        if name != "pulse" or self.pending is not None:
+        if name != "pulse":
+            return
+        price, seen, self.seen = self.last_trade, self.seen, self.last_trade
+        if price is not None and seen is not None and price != seen:
+            self.long = price > seen  # momentum: follow the market's move since the last pulse
+        if self.pending is not None:
             return
         s = self.settings
         position = self.portfolio.net_quantity(s.pair)
@@ -89,6 +100,10 @@ class Pulse(Strategy):
                     tag="close",
                 )
             )
+
+    def on_trade(self, trade: Trade) -> None:
+        """Keep the market's latest trade price: the next pulse compares it with the last."""
+        self.last_trade = trade.price
 
     def on_order(self, update: OrderUpdate) -> None:
         """Any outcome of the outstanding order frees the pulse to act again."""

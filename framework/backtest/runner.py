@@ -264,7 +264,6 @@ class Backtest:
             partial(
                 kernel.build_engine,
                 ids=ClientIdGenerator.ephemeral("bt", now_ms=start, random_bits=settings.seed),
-                mark_price=paper.mark,
                 random=random.Random(settings.seed).random,
             ),
             venue,

@@ -91,8 +91,10 @@ class ExecutionEngine:
         mark_price: Callable[[str], Decimal | None] | None = None,
         position: Callable[[str], Decimal] | None = None,
         random: Callable[[], float] | None = None,
+        stale: Callable[[str], tuple[float | None, float] | None] | None = None,
     ) -> None:
-        """``position``: a pair's signed net position (the portfolio's), for max_position."""
+        """``mark_price``, ``stale``: a pair's reference price and market staleness (RiskGate);
+        ``position``: a pair's signed net position (the portfolio's), for max_position."""
         self.settings = settings
         self._publish = publish
         self._now_ms = now_ms
@@ -108,6 +110,7 @@ class ExecutionEngine:
             position=position,
             tracked=ledger.live.values,
             window_ms=int(settings.unknown_window_s * 1000),
+            stale=stale,
         )
         self._batcher: Batcher[LiveOrder, Batch] = Batcher(
             linger_ms=settings.linger_ms,

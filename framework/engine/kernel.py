@@ -2,10 +2,12 @@
 
 A runtime (the live :class:`~framework.live.node.Node`, a
 :class:`~framework.backtest.runner.Backtest`) provides only its edges: the clock, the client
-id generator and journal, how timers are scheduled, a reference price for the risk gate, and
-where batches go (it drives ``kernel.engine`` with its executor). The kernel builds and wires
-everything else from the settings it names (:class:`KernelSettings`: execution, pairs,
-strategies; a :class:`~framework.config.Config` has them) and runs the one lifecycle::
+id generator and journal, how timers are scheduled, and where batches go (it drives
+``kernel.engine`` with its executor). The kernel builds and wires everything else from the
+settings it names (:class:`KernelSettings`: execution, pairs, strategies, market; a
+:class:`~framework.config.Config` has them), the risk gate's reference price and market
+staleness included (:mod:`framework.engine.reference`: it sees every market record and
+match), and runs the one lifecycle::
 
     kernel = Kernel(settings, clock)                # bus, portfolio, frame intake
     executor = Executor(partial(kernel.build_engine, ids=...), ...)
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from decimal import Decimal
 from typing import Any, Protocol
 
 import attrs
@@ -56,6 +57,7 @@ from framework.engine.journaling import JournalProtocol
 from framework.engine.market import MarketView, market_routes
 from framework.engine.portfolio import Portfolio, push_routes
 from framework.engine.raised import raised
+from framework.engine.reference import MarketSettings, ReferencePrices
 from framework.engine.strategy import (
     BasicContext,
     Source,
@@ -116,7 +118,8 @@ class StrategySpec(SourceSpec, Protocol):
 
 class KernelSettings(Protocol):
     """What the kernel reads of a configuration (a Config has it): the execution engine's
-    settings, the pairs traded with their rules, the strategies to build."""
+    settings, the pairs traded with their rules, the strategies to build, the market feeds'
+    staleness."""
 
     @property
     def execution(self) -> ExecutionSettings: ...
@@ -126,6 +129,9 @@ class KernelSettings(Protocol):
 
     @property
     def strategies(self) -> Sequence[StrategySpec]: ...
+
+    @property
+    def market(self) -> MarketSettings: ...
 
 
 @attrs.frozen
@@ -160,6 +166,13 @@ class Kernel:
         self.portfolio = Portfolio()
         self.market = MarketView(clock)
         """The market as last heard (strategies read it as ``self.market``)."""
+        self.references = ReferencePrices(
+            self.market,
+            pairs=settings.pairs,
+            configured=settings.execution.risk.reference_prices,
+            settings=settings.market,
+        )
+        """The risk gate's reference price and staleness per pair (fills seen by on_match)."""
         self.routes: dict[type[Any], Callable[[Any], None]] = {
             **push_routes(self.portfolio, self.bus.publish),
             **market_routes(self.market, self.bus.publish),
@@ -203,7 +216,6 @@ class Kernel:
         *,
         ids: ClientIdGenerator,
         journal: JournalProtocol | None = None,
-        mark_price: Callable[[str], Decimal | None] | None = None,
         random: Callable[[], float] | None = None,
     ) -> ExecutionEngine:
         """The execution engine of the config, publishing on the kernel's bus.
@@ -223,9 +235,10 @@ class Kernel:
             ids=ids,
             journal=journal,
             on_ready=on_ready,
-            mark_price=mark_price,
+            mark_price=self.references.price,
             position=self.portfolio.net_quantity,
             random=random,
+            stale=self.references.stale,
         )
         self._attribute = self._engine.attribute
         return self._engine
@@ -305,7 +318,9 @@ class Kernel:
             self.add_source(load_source(spec.class_)(spec.name, spec.params))
 
     def on_match(self, match: MatchRecord) -> None:
-        """The one match intake: linked by the engine, then published (or held by it)."""
+        """The one match intake: its price kept as the pair's last own fill, then linked by
+        the engine and published (or held by it)."""
+        self.references.filled(match)
         event = self._attribute(match)
         if event is not None:  # None: held until an answer names its order
             self.bus.publish(event)

@@ -12,6 +12,7 @@ so a strategy can tell them apart:
 9004  the pair's open notional would exceed ``max_notional``
 9005  no reference price for a market order while ``max_notional`` is set
 9006  more than ``max_orders_per_second`` intents in the last second
+9007  a market order while the pair's market data is stale (older than ``stale_after_s``)
 9010  missing from a successful batchCreate answer (only with ``missing_result: rejected``)
 9011  could not be sent: transport failures before sending outlasted the retries
 9012  expired: found unsent in the journal at restart, older than ``pending_max_age_s``
@@ -23,7 +24,10 @@ so a strategy can tell them apart:
 
 Open quantity and notional of a pair are the framework's own book: intents not yet answered
 (PENDING, UNKNOWN) and accepted limit orders that rest (GTC, POST_ONLY) until matches fill
-them. Positions are not counted in them.
+them. Positions are not counted in them. A market order is valued at the pair's reference
+price (``mark_price``: the kernel's :class:`~framework.engine.reference.ReferencePrices`, the
+mark, else the last trade, own fill or configured price), and refused with 9007 while
+``stale`` says the pair's market is stale, right after the pair check.
 
 ``max_open_orders`` counts the pair's orders that are not answered yet (PENDING, UNKNOWN) or
 rest (ACCEPTED GTC, POST_ONLY), this intent included, whichever strategy placed them.
@@ -74,6 +78,7 @@ __all__ = [
     "NOT_SENT",
     "NO_REFERENCE_PRICE",
     "PENDING_EXPIRED",
+    "STALE_MARKET",
     "STOPPING",
     "UNKNOWN_PAIR",
     "RiskGate",
@@ -88,6 +93,7 @@ MAX_OPEN_QUANTITY: Final = 9003
 MAX_NOTIONAL: Final = 9004
 NO_REFERENCE_PRICE: Final = 9005
 MAX_ORDERS_PER_SECOND: Final = 9006
+STALE_MARKET: Final = 9007
 MISSING_FROM_ANSWER: Final = 9010
 NOT_SENT: Final = 9011
 PENDING_EXPIRED: Final = 9012
@@ -102,10 +108,13 @@ FRAMEWORK_CODES: Final[dict[int, str]] = {
     MAX_OPEN_QUANTITY: "Open quantity of {0} would exceed {1}",
     MAX_NOTIONAL: "Open notional of {0} would exceed {1}",
     NO_REFERENCE_PRICE: (
-        "No reference price for a market order on {0} (max_notional is set, and a market order"
-        " is valued at the pair's last fill: place a limit order first, or drop max_notional)"
+        "No reference price for a market order on {0} (max_notional is set, and the pair has no"
+        " mark, market trade, own fill or execution.risk.reference_prices entry yet: feed its"
+        " market, set a reference price, place a limit order first, or drop max_notional)"
     ),
     MAX_ORDERS_PER_SECOND: "More than {0} orders in one second",
+    STALE_MARKET: "Stale market data on {0}: {1}, stale_after_s is {2} s (a market order"
+    " needs a fresh price)",
     MISSING_FROM_ANSWER: "Missing from the venue's answer to its batch",
     NOT_SENT: "Could not be sent: {0}",
     PENDING_EXPIRED: "Unsent at restart and older than {0} s: not sent",
@@ -135,6 +144,19 @@ def _to_decimal_or_none(value: object) -> Decimal | None:
     raise TypeError(f"expected a decimal or null, got {value!r}")
 
 
+def _to_prices(value: object) -> dict[str, Decimal]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a mapping of pair to price, got {value!r}")
+    prices = {str(pair): _to_decimal_or_none(price) for pair, price in value.items()}
+    return {pair: price for pair, price in prices.items() if price is not None}
+
+
+def _positive_prices(_inst: object, _attribute: attrs.Attribute[Any], value: Any) -> None:
+    for pair, price in value.items():
+        if not price > 0:
+            raise ValueError(f"risk.reference_prices.{pair} must be positive, got {price}")
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class RiskSettings:
     """Framework limits (YAML key execution.risk); each applies per pair, null = no limit."""
@@ -155,6 +177,11 @@ class RiskSettings:
     """Highest lever an intent may carry."""
     max_open_orders: int | None = attrs.field(default=None, validator=_positive_or_none)
     """Most orders of the pair unanswered or resting at once, the intent included."""
+    reference_prices: dict[str, Decimal] = attrs.field(
+        factory=dict, converter=_to_prices, validator=_positive_prices
+    )
+    """Per pair, the price a market order is valued at when the pair has no mark, market
+    trade or own fill yet (:mod:`framework.engine.reference`)."""
 
 
 class Tracked(Protocol):
@@ -187,6 +214,7 @@ class RiskGate:
         "_rate_window",
         "_rules",
         "_scans",
+        "_stale",
         "_tracked",
         "admitted_price",
         "kill_switch",
@@ -201,13 +229,17 @@ class RiskGate:
         position: Callable[[str], Decimal] | None = None,
         tracked: Callable[[], Iterable[Tracked]] | None = None,
         window_ms: int = 60_000,
+        stale: Callable[[str], tuple[float | None, float] | None] | None = None,
     ) -> None:
-        """``position``: the pair's signed net position (the portfolio's; None: flat).
+        """``mark_price``: the pair's reference price for market orders (None: none).
+        ``position``: the pair's signed net position (the portfolio's; None: flat).
         ``tracked``: every order the engine tracks (None: none). ``window_ms``: see
-        :class:`~framework.engine.held_position.HeldPosition`."""
+        :class:`~framework.engine.held_position.HeldPosition`. ``stale``: (age or None, bound)
+        when the pair's market is stale, else None (None: never stale)."""
         self._limits = settings
         self._rules = rules
         self._mark_price = mark_price
+        self._stale = stale
         self._tracked: Callable[[], Iterable[Tracked]] = tracked if tracked is not None else tuple
         self._scans = settings.max_open_orders is not None or settings.max_position is not None
         self._held = (
@@ -222,7 +254,7 @@ class RiskGate:
         """The reference price of the order check() admitted last (for book and release)."""
 
     def reference_price(self, order: OrderInput) -> Decimal | None:
-        """The price that values an order: its limit price, else the pair's mark price."""
+        """The price that values an order: its limit price, else the pair's reference price."""
         if order.price is not None and not order.is_market:
             return order.price
         return self._mark_price(order.pair_name) if self._mark_price is not None else None
@@ -235,6 +267,10 @@ class RiskGate:
         rules = self._rules.get(pair)
         if rules is None:
             return UNKNOWN_PAIR, FRAMEWORK_CODES[UNKNOWN_PAIR].format(pair)
+        if order.is_market and self._stale is not None:
+            stale = self._stale(pair)
+            if stale is not None:
+                return STALE_MARKET, _stale_text(pair, *stale)
         limits = self._limits
         mark = self._mark_price(pair) if self._mark_price is not None and order.is_market else None
         failure = check_order(rules, order, now=now, mark_price=mark)
@@ -363,3 +399,14 @@ class RiskGate:
 
 def _flat(_pair: str) -> Decimal:
     return _ZERO
+
+
+def _seconds(value: float) -> str:
+    """Seconds to the millisecond, without trailing zeros (10.0 -> 10, 12.5 -> 12.5)."""
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def _stale_text(pair: str, age: float | None, bound: float) -> str:
+    """The 9007 text: the pair, how old its latest market record is (or none yet), the bound."""
+    heard = "no market data yet" if age is None else f"the latest is {_seconds(age)} s old"
+    return FRAMEWORK_CODES[STALE_MARKET].format(pair, heard, _seconds(bound))

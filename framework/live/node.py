@@ -120,8 +120,6 @@ class Node:
         self.kernel.on_strategy_stopped(self._strategy_stopped)
         self._drain_scope: anyio.CancelScope | None = None
         self._trigger: tuple[str, float] | None = None  # what is being handled, since when
-        # The last fill price per pair: the risk gate's reference for market orders.
-        self._last_price: dict[str, Decimal] = {}
         self._began = time.monotonic()
         self.venue: VenueAccess | None = None
         self.rest: RestClient | None = None
@@ -310,7 +308,6 @@ class Node:
                 self.kernel.build_engine,
                 ids=ClientIdGenerator(config.node.name, journal),
                 journal=journal,
-                mark_price=self._last_price.get,
                 random=random.SystemRandom().random,
             ),
             rest,
@@ -583,8 +580,6 @@ class Node:
     def _on_match(self, match: MatchRecord) -> None:
         assert self.engine is not None
         self.tallies.matches += 1
-        if match.symbol is not None and match.average_price is not None:
-            self._last_price[match.symbol] = match.average_price
         self._timed("match", self.kernel.on_match, match)
 
     def _on_stream_state(self, state: str, detail: str) -> None:
