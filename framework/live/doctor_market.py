@@ -2,7 +2,7 @@
 
 A strategy that reads ``self.market`` and a risk gate that prices market orders by the mark
 need the venue's market events; a feed that is silent makes every market order on its pair
-refused as stale (9017). The check runs the node's own market pieces, not a copy: one
+refused as stale (9007). The check runs the node's own market pieces, not a copy: one
 :class:`~framework.live.market_stream.MarketStream` session with the config's subscriptions
 and one :class:`~framework.live.market_polls.PricePoll` of each pair's mark (when the config
 polls it). It passes when every pair with channels hears a market event, and every polled

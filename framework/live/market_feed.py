@@ -1,8 +1,11 @@
 """The market a live node hears, as its config's ``market:`` section says: one object to plug in.
 
-The node makes two calls (issue 27: "Sources ... the venue: WebSocket channels per pair plus
-REST polls of mark and index on intervals"): :meth:`MarketFeed.plug` while it starts up, and
-:meth:`MarketFeed.start` once its private stream runs; :meth:`MarketFeed.stop` when it stops.
+The node makes three calls (issue 27: "Sources ... the venue: WebSocket channels per pair plus
+REST polls of mark and index on intervals"): :meth:`MarketFeed.plug` while it starts up,
+:meth:`MarketFeed.start` and :meth:`MarketFeed.ready` before its strategies start (so that
+``on_start`` reads a market: a mark to price a first market order by, a fresh price that is
+not stale), and :meth:`MarketFeed.stop` when it stops. Records heard before the strategies
+start are kept by the kernel's market view; hooks hear what comes after ``on_start``.
 Plugging in declares the market records to the kernel (``kernel.feeds("market", ...)``),
 loads the optional user source (``market.source``, built as ``cls("market", market.params)``
 and run by the node as every source is), builds the WebSocket client
@@ -70,6 +73,9 @@ class MarketFeed:
         """Failed polls per pair and kind (``mark ETH-USD``)."""
         self.stopped = False
         self._scope: anyio.CancelScope | None = None
+        self._subscribed = anyio.Event()
+        self._first_polls = anyio.Event()
+        self._polls_out = 0
 
     def take(self, record: MarketRecord) -> None:
         """Hand one record to the intake, unless the feed was stopped (a poll still in flight)."""
@@ -115,7 +121,7 @@ class MarketFeed:
                 on_record=feed.take,
                 clock=clock,
                 on_raw=on_raw,
-                on_state=_state_reporter(kernel, metrics),
+                on_state=_state_reporter(kernel, metrics, feed),
                 ack_timeout_s=stream_cfg.ack_timeout_s,
                 ping_interval_s=stream_cfg.ping_interval_s,
                 silence_timeout_s=stream_cfg.silence_timeout_s,
@@ -167,8 +173,28 @@ class MarketFeed:
             out[poll.kind] = out.get(poll.kind, 0) + poll.errors
         return out
 
+    async def ready(self, timeout_s: float) -> bool:
+        """Wait until the socket is subscribed and every price was polled once (answered or
+        failed), at most timeout_s; False when the time ran out (told in one line)."""
+        with anyio.move_on_after(timeout_s):
+            if self.stream is not None:
+                await self._subscribed.wait()
+            if self.polls:
+                await self._first_polls.wait()
+            return True
+        log.warning("market: not ready within %g s; strategies start without it", timeout_s)
+        return False
+
+    def on_state(self, state: str) -> None:
+        """The socket's state: subscribed ("connected") makes the feed ready."""
+        if state == "connected":
+            self._subscribed.set()
+
     def start(self, tg: anyio.abc.TaskGroup, scheduler: AsyncIOScheduler) -> None:
         """Open the socket and poll each price now, then on its interval (tg, scheduler)."""
+        self._polls_out = len(self.polls)
+        if not self.polls:
+            self._first_polls.set()
         if self.stream is None and not self.polls:
             return
         self._scope = anyio.CancelScope()
@@ -189,6 +215,9 @@ class MarketFeed:
     async def _first_poll(self, poll: PricePoll, scheduler: AsyncIOScheduler) -> None:
         """Poll now; then the poll's job, its first run one interval later (never two at once)."""
         await poll.poll()
+        self._polls_out -= 1
+        if not self._polls_out:
+            self._first_polls.set()
         if not poll.off and not self.stopped:
             poll.start(scheduler)
 
@@ -203,10 +232,13 @@ class MarketFeed:
                 self.stream.tell_open_gap()
 
 
-def _state_reporter(kernel: Kernel, metrics: Metrics | None) -> Callable[[str, str], None]:
+def _state_reporter(
+    kernel: Kernel, metrics: Metrics | None, feed: MarketFeed
+) -> Callable[[str, str], None]:
     """The market socket's on_state: a log line, the metrics' component, ConnectionChanged."""
 
     def on_state(state: str, detail: str) -> None:
+        feed.on_state(state)
         log.info("market %s", state, extra={"detail": detail} if detail else None)
         if metrics is not None:
             metrics.set_state("market", state)

@@ -410,6 +410,9 @@ class Node:
         # reaches strategies that have set themselves up.
         # The kernel's start. Its Snapshot step (balances, positions, match cursors, open
         # orders) was _initial_sync, run in _start so that a FatalError arrives unwrapped.
+        if self.market_feed is not None:  # market: section; heard before on_start
+            self.market_feed.start(tg, self.scheduler)
+            await self.market_feed.ready(self.config.venue.timeout_s)
         for step in self.kernel.starting():
             assert isinstance(step, Snapshot) and self.resync is not None
         log.info("strategies started", extra={"strategies": list(self.kernel.started)})
@@ -421,8 +424,6 @@ class Node:
                 tg.start_soon(self._run_source, source)
             tg.start_soon(self.stream.run)
             log.info("stream starting", extra={"ws_url": self.stream.ws_url})
-            if self.market_feed is not None:  # market: section
-                self.market_feed.start(tg, self.scheduler)
         self.started.set()
 
     async def _run_source(self, source: Source) -> None:
