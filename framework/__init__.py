@@ -22,9 +22,11 @@ from framework.engine.events import (
     Timer,
 )
 from framework.engine.intents import OrderIntent, OrderStatus
+from framework.engine.market import MarketView
 from framework.engine.open_orders import OpenOrder
 from framework.engine.portfolio import Balance, Portfolio, PositionState
 from framework.engine.strategy import Strategy, StrategyContext, StrategyLoadError, load_strategy
+from framework.venue.market import Bar, Book, IndexPrice, MarkPrice, Trade
 from framework.venue.models import (
     AccountBalance,
     AccountPush,
@@ -42,11 +44,16 @@ __all__ = [
     "AccountPush",
     "Balance",
     "BalanceSynced",
+    "Bar",
+    "Book",
     "CancelRejected",
     "ChangeType",
     "ConnectionChanged",
     "Direction",
     "Event",
+    "IndexPrice",
+    "MarkPrice",
+    "MarketView",
     "MatchFilled",
     "MatchRecord",
     "MatchType",
@@ -66,5 +73,6 @@ __all__ = [
     "StrategyContext",
     "StrategyLoadError",
     "Timer",
+    "Trade",
     "load_strategy",
 ]

@@ -7,11 +7,18 @@ from typing import Any
 
 import attrs
 
-from framework import CancelRejected, MatchRecord, OrderIntent, OrderStatus, OrderUpdate, Strategy
+from framework import (
+    Book,
+    CancelRejected,
+    MatchRecord,
+    OrderIntent,
+    OrderStatus,
+    OrderUpdate,
+    Strategy,
+)
 from framework.config import structure_params
 from framework.engine.risk import STALE_MARKET
 from framework.engine.strategy import StrategyContext
-from framework.venue.market import Book
 
 __all__ = ["Ladder"]
 

@@ -7,10 +7,17 @@ from typing import Any
 
 import attrs
 
-from framework import MatchRecord, OrderIntent, OrderStatus, OrderUpdate, PositionPush, Strategy
+from framework import (
+    MatchRecord,
+    OrderIntent,
+    OrderStatus,
+    OrderUpdate,
+    PositionPush,
+    Strategy,
+    Trade,
+)
 from framework.config import structure_params
 from framework.engine.strategy import StrategyContext
-from framework.venue.market import Trade
 
 __all__ = ["Pulse"]
 

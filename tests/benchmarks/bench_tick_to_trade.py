@@ -46,8 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from framework import OrderIntent, PositionPush, Strategy  # noqa: E402
-from framework.venue.market import Trade  # noqa: E402
+from framework import OrderIntent, PositionPush, Strategy, Trade  # noqa: E402
 
 # A throwaway key published in eth-account's documentation: test data, never real funds.
 KEY = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
