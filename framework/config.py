@@ -376,6 +376,13 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
         "must be between 0 and 86400 (0: only at start and after a reconnect)",
     )
     check_market(config.market, config.pairs, out)
+    for pair in config.execution.risk.reference_prices:
+        out.require(
+            pair in config.pairs,
+            ("execution", "risk", "reference_prices", pair),
+            f"pair {shown(pair)} is not configured under `pairs:`",
+            key=True,
+        )
     out.require(bool(config.strategies), ("strategies",), "at least one strategy is required")
     names: set[str] = set()
     for i, strategy in enumerate(config.strategies):

@@ -339,3 +339,11 @@ def test_every_bad_value_of_the_market_section_is_one_located_line() -> None:
         " (line 13)",
         "market.pairs.BTC-USD: pair 'BTC-USD' is not configured under `pairs:` (line 14)",
     ]
+
+
+def test_a_reference_price_of_a_pair_not_traded_is_located() -> None:
+    text = EMBEDDED + "execution:\n  risk:\n    reference_prices: {ETH-USD: '2000', BTC-USD: '1'}\n"
+    assert problems_of(text) == [
+        "execution.risk.reference_prices.BTC-USD: pair 'BTC-USD' is not configured under"
+        " `pairs:` (line 12)"
+    ]
