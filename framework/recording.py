@@ -1,6 +1,7 @@
 """Recordings: JSON lines, plain or gzip (known by its first bytes), written crash-safe and
-read fast and tolerantly. The live node records with :class:`RecordingWriter` (through
-:class:`framework.live.recorder.Recorder`); a backtest replays with :class:`RecordingReader`.
+read fast and tolerantly. The live node records with :class:`RecordingWriter`
+(:mod:`framework.recording_writer`, through :class:`framework.live.recorder.Recorder`); a
+backtest replays with :class:`RecordingReader`.
 
 The format (a public contract) is one JSON object per line and per inbound message, in the
 order they arrived::
@@ -8,12 +9,31 @@ order they arrived::
     {"ts": 1700000000123, "source": "ws", "frame": "<raw WebSocket text frame>"}
     {"ts": 1700000000456, "source": "rest", "path": "/api/...", "query": "pageSize=50",
      "body": "<raw response text>"}
+    {"ts": 1700000000789, "source": "market", "kind": "mark", "pair": "ETH-USD",
+     "body": "<raw response text>"}
 
 ``ts`` is epoch milliseconds (a number); ``query`` never holds the timestamp (nor anything
-secret). A file is gzip when it starts with gzip's magic bytes, whatever its name. The reader
+secret). Market data (issue 27) is kept beside the private pushes, in the order it came:
+
+* A WebSocket market frame (``api_trade``, ``api_depth``, ``api_kline``) is a ``ws`` line
+  like any frame (``Recorder.on_ws``); the replay tells it by its event.
+* A public REST answer the live market feed handed to its strategies (a mark or index price
+  poll, a depth, trades or kline answer) is a ``market`` line: ``kind`` names the answer
+  (:data:`MARKET_KINDS`: mark, index, depth, trades, kline), ``pair`` the pair asked for,
+  ``period`` a kline's period (the line has one only then), ``body`` the raw answer. The
+  live feed writes it with :meth:`RecordingWriter.write_market` ``(ts, kind, pair, body,
+  period=None)`` when it feeds the answer's records, and only then: a replay feeds every
+  record of every market line, decoded as live (:class:`framework.venue.market.MarketCodec`).
+  A market answer also written as a ``rest`` line (by the REST client's observer) is not
+  replayed as market data: only the ``market`` line says it was fed.
+
+Readers before market lines count a ``market`` line as one that is not a record; every
+older recording reads as it did. A file is gzip when it starts with gzip's magic bytes,
+whatever its name. The reader
 decodes lines a piece of about 128 KB at a time with one msgspec ``decode_lines`` call into
-:class:`WsLine` / :class:`RestLine` structs (a tagged union: msgspec checks in C that a line is
-a record; no per-line I/O call, no dict per line). A plain file is read from a memory map; a
+:class:`WsLine` / :class:`RestLine` / :class:`MarketLine` structs (a tagged union: msgspec
+checks in C that a line is a record; no per-line I/O call, no dict per line). A plain file
+is read from a memory map; a
 gzip one is inflated CHUNK_SIZE bytes at a time (zlib's ``max_length``), so memory is bounded
 by that and MAX_LINE, never by the decompressed size. A piece holding a line that is not a
 record is decoded again line by line, that line counted (with the number of the first) and
@@ -27,15 +47,6 @@ line, so what it wrote is readable) is read up to its cut, and a later member ap
 next run is found again. These, and the counts, are the reader's stats: it logs nothing (the
 backtest says what it found in one line each).
 
-Writing: each line (or small batch, ``flush_every``) goes to the file in one unbuffered
-write, so a killed process leaves every line written so far. A new file with a ``.gz`` name
-is compressed and sync-flushed at the same points (``Z_SYNC_FLUSH``): a cut file lacks only
-the gzip trailer and reads back up to its last line. An existing file is appended to in the
-encoding it holds, whatever its name, as the reader finds it (a plain file's cut last line
-is closed with a newline first; a gzip file gets a new member). Values the writer is told are
-secret are replaced by ``***``, and credential keys an acknowledgement might echo (apiKey,
-signature, secret) are dropped from it.
-
 What a backtest learns from a recording before replaying it is :mod:`framework.backtest.scan`.
 """
 
@@ -43,11 +54,8 @@ from __future__ import annotations
 
 import contextlib
 import mmap
-import os
-import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import ClassVar, Final, TypeAlias
 
 import attrs
@@ -55,6 +63,7 @@ import msgspec
 import orjson
 
 from framework.gzip_members import GZIP_MAGIC, inflate, is_gzip
+from framework.recording_writer import CREDENTIAL_KEYS, MARKET_KINDS, RecordingWriter
 from framework.venue.errors import FrameworkError
 
 __all__ = [
@@ -62,10 +71,12 @@ __all__ = [
     "CREDENTIAL_KEYS",
     "GZIP_MAGIC",
     "LINE_ERRORS",
+    "MARKET_KINDS",
     "MAX_LINE",
     "PIECE_SIZE",
     "BadLine",
     "LineRecord",
+    "MarketLine",
     "ReaderStats",
     "RecordingReader",
     "RecordingWriter",
@@ -88,146 +99,6 @@ MAX_LINE: Final = 64 << 20
 one is not a record, counted and skipped unread."""
 
 
-CREDENTIAL_KEYS: Final = frozenset({"apiKey", "signature", "secret", "apiSecret", "privateKey"})
-"""Keys dropped from any recorded WebSocket frame that carries them (an echoing ack)."""
-
-_NEWLINE: Final = orjson.OPT_APPEND_NEWLINE
-
-
-class RecordingWriter:
-    """Writes records to a JSON lines file (gzip, sync-flushed, for a new file named .gz)."""
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        append: bool = True,
-        flush_every: int = 1,
-        level: int = 6,
-        redact: Sequence[str] = (),
-    ) -> None:
-        if flush_every < 1:
-            raise ValueError(f"flush_every must be at least 1, got {flush_every}")
-        self.path = Path(path)
-        self.flush_every = flush_every
-        self._redact = tuple(s for s in redact if s)
-        self._pending: list[bytes] = []
-        self.lines = 0
-        self.bytes_written = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        existed = self.path.exists() and self.path.stat().st_size > 0
-        if existed and not append:
-            raise FileExistsError(f"{self.path} exists (pass append=True to add to it)")
-        self.gzip = is_gzip(self.path) if existed else self.path.name.endswith(".gz")
-        # Unbuffered: one os-level write per flush, so a kill never leaves half a buffer.
-        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 (closed in close())
-        self._deflate = zlib.compressobj(level, zlib.DEFLATED, 31) if self.gzip else None
-        if existed and not self.gzip and not _ends_with_newline(self.path):
-            self._file.write(b"\n")
-
-    def __repr__(self) -> str:
-        return f"RecordingWriter({str(self.path)!r}, lines={self.lines})"
-
-    def __enter__(self) -> RecordingWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    @property
-    def closed(self) -> bool:
-        """True once close() ran."""
-        return self._file.closed
-
-    def redact(self, *values: str) -> None:
-        """Never write these values (API key, secret): each is replaced by ``***``."""
-        self._redact = tuple(dict.fromkeys((*self._redact, *(v for v in values if v))))
-
-    def write_ws(self, ts: int, frame: str) -> None:
-        """Record one WebSocket text frame received at ts (epoch ms)."""
-        if self._redact or "_res" in frame:
-            frame = self._scrub_frame(frame)
-        self._add(orjson.dumps({"ts": ts, "source": "ws", "frame": frame}, option=_NEWLINE))
-
-    def write_rest(self, ts: int, path: str, query: str, body: str | bytes) -> None:
-        """Record one REST answer received at ts: path, query without timestamp, raw body."""
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        if self._redact:
-            text = self._scrub(text)
-            query = self._scrub(query)
-        record = {"ts": ts, "source": "rest", "path": path, "query": query, "body": text}
-        self._add(orjson.dumps(record, option=_NEWLINE))
-
-    def write_line(self, line: bytes) -> None:
-        """Append one already encoded record line (with its newline); used by generators."""
-        self._add(line)
-
-    def _add(self, line: bytes) -> None:
-        self._pending.append(line)
-        if len(self._pending) >= self.flush_every:
-            self.flush()
-
-    def flush(self) -> None:
-        """Write what is pending in one write (sync-flushed when compressing)."""
-        if not self._pending:
-            return
-        data = b"".join(self._pending)
-        self.lines += len(self._pending)
-        self._pending.clear()
-        if self._deflate is not None:
-            data = self._deflate.compress(data) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
-        self._write(data)
-
-    def close(self) -> None:
-        """Flush, finish the gzip member, close the file (idempotent)."""
-        if self._file.closed:
-            return
-        try:
-            self.flush()
-            if self._deflate is not None:
-                self._write(self._deflate.flush(zlib.Z_FINISH))
-        finally:
-            self._file.close()
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = self._file.write(view)
-            if written is None:  # pragma: no cover - only for non-blocking files
-                continue
-            view = view[written:]
-        self.bytes_written += len(data)
-
-    def _scrub(self, text: str) -> str:
-        for secret in self._redact:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
-
-    def _scrub_frame(self, frame: str) -> str:
-        frame = self._scrub(frame)
-        if not any(key in frame for key in CREDENTIAL_KEYS):
-            return frame
-        try:
-            obj = orjson.loads(frame)
-        except orjson.JSONDecodeError:
-            return frame
-        if type(obj) is not dict or not CREDENTIAL_KEYS.intersection(obj):
-            return frame
-        return orjson.dumps({k: v for k, v in obj.items() if k not in CREDENTIAL_KEYS}).decode()
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
-
-
 class WsLine(msgspec.Struct, tag_field="source", tag="ws", gc=False):
     """A WebSocket line as read: its time and the raw text frame."""
 
@@ -239,6 +110,7 @@ class WsLine(msgspec.Struct, tag_field="source", tag="ws", gc=False):
     path: ClassVar[None] = None
     query: ClassVar[None] = None
     body: ClassVar[None] = None
+    kind: ClassVar[None] = None
 
     def typed(self) -> WsRecord:
         """The line as a WsRecord."""
@@ -258,6 +130,7 @@ class RestLine(msgspec.Struct, tag_field="source", tag="rest", gc=False):
     """The query string without timestamp."""
     source: ClassVar[str] = "rest"
     frame: ClassVar[None] = None
+    kind: ClassVar[None] = None
 
     def typed(self) -> RestRecord:
         """The line as a RestRecord."""
@@ -265,8 +138,31 @@ class RestLine(msgspec.Struct, tag_field="source", tag="rest", gc=False):
         return RestRecord(ts, self.path, self.query or "", self.body)
 
 
-LineRecord: TypeAlias = WsLine | RestLine
-"""One line as read: ``frame`` is None for a REST line (and path, query, body for a ws one)."""
+class MarketLine(msgspec.Struct, tag_field="source", tag="market", frozen=True, gc=False):
+    """A market line as read (and as typed): a public answer the live market feed fed."""
+
+    ts: int | float
+    """Epoch milliseconds."""
+    kind: str
+    """Which answer: mark, index, depth, trades or kline (MARKET_KINDS)."""
+    pair: str
+    """The pair asked for."""
+    body: str
+    """The raw response text."""
+    period: str | None = None
+    """A kline answer's period."""
+    source: ClassVar[str] = "market"
+    frame: ClassVar[None] = None
+    path: ClassVar[None] = None
+    query: ClassVar[None] = None
+
+    def typed(self) -> MarketLine:
+        """The line itself, its ts an int."""
+        return self if type(self.ts) is int else msgspec.structs.replace(self, ts=int(self.ts))
+
+
+LineRecord: TypeAlias = WsLine | RestLine | MarketLine
+"""One line as read: ``frame`` is None but for a ws line, ``kind`` but for a market line."""
 
 _LINE: Final = msgspec.json.Decoder(LineRecord)
 _LINE_ERRORS: Final = (msgspec.DecodeError,)
@@ -425,7 +321,7 @@ class RecordingReader:
         """The file's records, a list per piece of about PIECE_SIZE bytes; bad lines skipped.
 
         A line that is not a record (not JSON, not an object, ts missing or not a number,
-        source not ws or rest, frame or path and body missing, a field of the wrong type,
+        source not ws, rest or market, frame or path and body missing, a field of the wrong type,
         longer than MAX_LINE) is counted in stats.bad_lines (raises BadLine when strict); an
         unterminated last line that is not JSON is counted as truncated and dropped.
         """
@@ -544,7 +440,7 @@ class RecordingReader:
             with contextlib.suppress(BufferError):  # a piece still held: closed when freed
                 mapped.close()
 
-    def records(self) -> Iterator[WsRecord | RestRecord]:
+    def records(self) -> Iterator[WsRecord | RestRecord | MarketLine]:
         """Every line as a typed record; lines that are not records are counted and skipped."""
         for batch in self.record_batches():
             for line in batch:

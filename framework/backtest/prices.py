@@ -9,21 +9,19 @@ strategies never trade never reads the recording's prices for them.
 
 from __future__ import annotations
 
-import csv
 import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Final
 
 from framework.backtest.scan import PricePoint
+from framework.market_csv import csv_decimal, csv_rows
 from framework.venue.errors import ConfigError
 
 __all__ = ["PriceTrack"]
 
-_ZERO: Final = Decimal(0)
 _TIME_PAIR: Final = operator.itemgetter(0, 1)
 _TIME: Final = operator.itemgetter(0)
 
@@ -156,60 +154,24 @@ class PriceTrack:
 
     @classmethod
     def from_csv(cls, path: str | Path, pairs: Iterable[str]) -> PriceTrack:
-        """Read a CSV: a ``ts`` (epoch ms) or ``time`` (ISO 8601) column, one column per pair."""
+        """Read a CSV: a ``ts`` (epoch ms) or ``time`` (epoch ms or ISO 8601) column, one
+        column per pair (:func:`framework.market_csv.csv_rows`'s rules; bad rows located)."""
         wanted = set(pairs)
+        rows = csv_rows(path)
+        columns = [c for c in rows.columns if c in wanted]
+        if not columns:
+            rows.close()
+            raise ConfigError(f"{path}: no column names a configured pair")
         points: list[PricePoint] = []
-        try:
-            with open(path, newline="", encoding="utf-8") as handle:
-                reader = csv.DictReader(handle)
-                fields = reader.fieldnames or []
-                if "ts" not in fields and "time" not in fields:
-                    raise ConfigError(f"{path}: a price track needs a 'ts' or 'time' column")
-                columns = [c for c in fields if c in wanted]
-                if not columns:
-                    raise ConfigError(f"{path}: no column names a configured pair")
-                for row in reader:
-                    ts = _csv_time(path, reader.line_num, row)
-                    for column in columns:
-                        cell = (row.get(column) or "").strip()
-                        if cell:
-                            points.append(
-                                PricePoint(
-                                    ts, column, _csv_price(path, reader.line_num, cell), "csv"
-                                )
-                            )
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read price track: {exc.strerror}") from None
+        for row in rows:
+            for column in columns:
+                cell = (row.cells.get(column) or "").strip()
+                if cell:
+                    price = csv_decimal(path, row.line, column, cell)
+                    points.append(PricePoint(row.ts, column, price, "csv"))
         if not points:
             raise ConfigError(f"{path}: the price track has no prices")
         return cls(points)
-
-
-def _csv_time(path: str | Path, line: int, row: Mapping[str, str | None]) -> int:
-    text = (row.get("ts") or "").strip()
-    if text:
-        try:
-            return int(Decimal(text))
-        except InvalidOperation:
-            raise ConfigError(f"{path}: line {line}: bad ts {text!r}") from None
-    text = (row.get("time") or "").strip()
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(f"{path}: line {line}: bad time {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def _csv_price(path: str | Path, line: int, cell: str) -> Decimal:
-    try:
-        price = Decimal(cell)
-    except InvalidOperation:
-        price = _ZERO
-    if not price.is_finite() or price <= 0:
-        raise ConfigError(f"{path}: line {line}: bad price {cell!r}")
-    return price
 
 
 def _by_pair(rows: Iterable[tuple[int, str, Decimal]]) -> dict[str, list[tuple[int, Decimal]]]:

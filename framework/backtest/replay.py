@@ -8,6 +8,15 @@ portfolio, then the bus, then the strategies' hooks), listened to or not; a push
 plug-in registered goes to its route as well. A configured event source's records
 (:meth:`~framework.engine.strategy.Source.timed`) are fed on the same virtual time.
 
+Market data goes the same way (issue 27): a WebSocket market frame (api_trade, api_depth,
+api_kline) is decoded by :class:`~framework.venue.market.MarketCodec` and a ``market`` line
+(a public answer the live feed fed: mark or index price, depth, trades, klines) by its REST
+decoders; each record goes to the route of its type (the kernel's: the read model
+``self.market``, then the hooks on_trade, on_book, on_bar, on_mark), in recorded order with
+the private pushes, as live. The market types are declared (``declare``, Kernel.feeds) at
+the first market record, so a recording without market data declares none. A market frame
+or answer that does not decode is counted (``market_errors``), never delivered.
+
 Recorded match-result pages are decoded as the live poller decodes them and go through its
 paging logic (:class:`framework.engine.matches.MatchCursor`); a new match goes to the
 execution engine's ``attribute`` by way of ``on_match``. On the way, the replay notes every
@@ -32,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qsl
 
 import attrs
@@ -43,9 +52,22 @@ from framework.engine.clock import VirtualClock
 from framework.engine.matches import MatchCursor, MatchRound
 from framework.engine.strategy import Source
 from framework.engine.venue import Executor
-from framework.recording import LineRecord, RecordingReader
+from framework.recording import LineRecord, MarketLine, RecordingReader
 from framework.venue.codec import decode_frame, decode_match_answer
-from framework.venue.errors import ConfigError, DecodeError
+from framework.venue.errors import ConfigError, DecodeError, FrameworkError
+from framework.venue.market import (
+    DEFAULT_MARKET_CODEC,
+    DEPTH,
+    KLINE,
+    TRADE,
+    Bar,
+    Book,
+    IndexPrice,
+    MarketCodec,
+    MarketRecord,
+    MarkPrice,
+    Trade,
+)
 from framework.venue.models import AccountPush, ChangeType, MatchRecord, PositionPush, SubscribeAck
 from framework.venue.requests import (
     BALANCE_PATH,
@@ -59,6 +81,10 @@ __all__ = ["ReplayStats", "Replayer"]
 log = logging.getLogger("framework.replay")
 
 _NEW = ChangeType.NEW
+_MARKET_TYPES: Final = (Trade, Book, Bar, MarkPrice, IndexPrice)
+_MARKET_HEADS: Final = tuple(f'{{"event":"{event}"' for event in (TRADE, DEPTH, KLINE))
+"""How the venue's market frames begin; one that begins otherwise is found after the
+private decoder calls its event unknown (slower, as correct)."""
 
 
 @attrs.define
@@ -85,6 +111,22 @@ class ReplayStats:
     time_went_back: int = 0
     first_ts: int | None = None
     last_ts: int | None = None
+    market_frames: int = 0
+    """WebSocket market frames (api_trade, api_depth, api_kline) decoded."""
+    market_answers: int = 0
+    """Market lines (public answers the live feed fed) decoded."""
+    market_records: int = 0
+    """Trades, books, bars, mark and index prices delivered from them."""
+    market_errors: int = 0
+    """Market frames and answers that did not decode (counted, not delivered)."""
+
+    def report(self) -> dict[str, int | None]:
+        """The counters for report.json; the market ones only when the recording had some."""
+        out = attrs.asdict(self)
+        if not (self.market_frames or self.market_answers or self.market_errors):
+            for name in ("market_frames", "market_answers", "market_records", "market_errors"):
+                del out[name]
+        return out
 
 
 class Replayer:
@@ -104,8 +146,18 @@ class Replayer:
         executor: Executor | None = None,
         reread_ids: int = 0,
         reread_age_ms: int = 0,
+        market: MarketCodec = DEFAULT_MARKET_CODEC,
+        declare: Callable[[Iterable[type[Any]]], None] | None = None,
+        on_market: Callable[[MarketRecord], None] | None = None,
     ) -> None:
         self.clock = clock
+        self._market = market
+        self._declare = declare
+        self._market_routes: dict[type[Any], Callable[[Any], None]] | None = None
+        self.on_market = on_market
+        """Called with every market record before it is delivered (the paper venue's view of
+        the recorded market; the latest book and trade per pair are also the kernel's
+        ``market``)."""
         # The live poller's window (config polling.reread_*): its rounds are replayed as
         # they ran, page for page, so a match listed late is delivered when live did.
         self._reread = (reread_ids, reread_age_ms)
@@ -185,6 +237,8 @@ class Replayer:
         new_positions = self.prices.new_positions.append
         now = clock.ms
         due = timeline.due_at
+        market_heads = _MARKET_HEADS
+        market_frame = self._market_frame
         frames = accounts = positions = superseded = others = 0
         for record in batch:
             ts = record.ts
@@ -205,15 +259,22 @@ class Replayer:
                 due = timeline.due_at
             else:
                 frames += 1
-                try:
-                    push = decode(frame)
-                except DecodeError as exc:
-                    if exc.unknown_event:
-                        stats.unknown_events += 1
-                    else:
-                        stats.malformed_frames += 1
-                    continue
-                if type(push) is PositionPush:
+                if frame.startswith(market_heads) and market_frame(frame):
+                    push = None
+                else:
+                    try:
+                        push = decode(frame)
+                    except DecodeError as exc:
+                        if not (exc.unknown_event and market_frame(frame)):
+                            if exc.unknown_event:
+                                stats.unknown_events += 1
+                            else:
+                                stats.malformed_frames += 1
+                            continue
+                        push = None
+                if push is None:  # a market frame: delivered
+                    pass
+                elif type(push) is PositionPush:
                     if push.change_type is new:
                         new_positions((ts, push.symbol, push.opening_price))
                     if own_positions and push.position_id in own_positions:
@@ -242,6 +303,66 @@ class Replayer:
         stats.account_pushes += accounts
         stats.pushes_superseded += superseded
 
+    # ---- market data
+
+    def _market_frame(self, frame: str) -> bool:
+        """Deliver a market frame's records (or count it); False when its event is another."""
+        stats = self.stats
+        try:
+            records = self._market.frame(frame)
+        except DecodeError as exc:
+            if exc.unknown_event:
+                return False
+            stats.market_errors += 1
+            return True
+        if type(records) is tuple:
+            stats.market_frames += 1
+            self._deliver(records)
+        else:  # a subscribe acknowledgement
+            stats.acks += 1
+        return True
+
+    def _market_answer(self, line: MarketLine) -> None:
+        """Deliver the records of a public answer the live market feed fed (a market line)."""
+        stats = self.stats
+        codec, kind, pair, body = self._market, line.kind, line.pair, line.body.encode()
+        records: tuple[MarketRecord, ...]
+        try:
+            if kind == "mark":
+                records = (codec.mark_price(200, body, pair),)
+            elif kind == "index":
+                records = (codec.index_price(200, body, pair),)
+            elif kind == "depth":
+                records = (codec.depth(200, body, pair),)
+            elif kind == "trades":
+                records = codec.trades(200, body, pair)
+            elif kind == "kline" and line.period:
+                records = codec.klines(200, body, pair, line.period)
+            else:
+                raise DecodeError("market line", "kind", f"unknown kind {kind!r}")
+        except FrameworkError:
+            stats.market_errors += 1
+            return
+        stats.market_answers += 1
+        self._deliver(records)
+
+    def _deliver(self, records: tuple[MarketRecord, ...]) -> None:
+        """Market records to their routes, in order (declared at the first: Kernel.feeds)."""
+        routes = self._market_routes
+        if routes is None:
+            if self._declare is not None:
+                self._declare(_MARKET_TYPES)
+            missing = [cls.__name__ for cls in _MARKET_TYPES if cls not in self._routes]
+            if missing:
+                raise ConfigError(f"replay: no route takes the recording's {missing} records")
+            routes = self._market_routes = {cls: self._routes[cls] for cls in _MARKET_TYPES}
+        tap = self.on_market
+        for record in records:
+            if tap is not None:
+                tap(record)
+            routes[type(record)](record)
+        self.stats.market_records += len(records)
+
     def _intake(self, record: object) -> None:
         """A record to the route of its type (declared by the runtime: Kernel.feeds)."""
         route = self._routes.get(type(record))
@@ -264,6 +385,9 @@ class Replayer:
     # ---- REST answers
 
     def _rest(self, record: LineRecord, ts: int) -> None:
+        if type(record) is MarketLine:
+            self._market_answer(record)
+            return
         stats = self.stats
         stats.rest_answers += 1
         path = record.path

@@ -291,7 +291,7 @@ class ReportCollector:
                 "end": _iso(end),
                 "duration_s": _d(Decimal(end - start) / 1000),
             },
-            "recording": attrs.asdict(stats),
+            "recording": stats.report(),
             "strategies": sorted(self.strategies),
             "orders": orders,
             "fills": {

@@ -307,6 +307,7 @@ class Backtest:
             executor=executor,
             reread_ids=config.polling.reread_ids,
             reread_age_ms=int(config.polling.reread_age_s * 1000),
+            declare=partial(kernel.feeds, "recording"),  # at its first market record
         )
         paper.start_prices(partial(timeline.at, rank=PRICES))
 

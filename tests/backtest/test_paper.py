@@ -182,7 +182,7 @@ def test_price_track_from_csv(tmp_path: Path) -> None:
         (1_704_067_202_000, D("2001")),
     ]
     path.write_text("ts,ETH-USD\n5,abc\n")
-    with pytest.raises(ConfigError, match="line 2"):
+    with pytest.raises(ConfigError, match=r"p\.csv:2: ETH-USD 'abc' is not a positive number"):
         PriceTrack.from_csv(path, ["ETH-USD"])
 
 

@@ -23,6 +23,13 @@ figures. Logging below ERROR is silenced. The baseline moves with the page cache
 machine's load: compare figures of one run.
 
     python tests/benchmarks/bench_replay.py [--pushes 1000000] [--gzip] [--repeat 3] [--example]
+        [--market [FRAMES]]
+
+With ``--market`` it also generates (cached) a recording of that many market frames in the
+venue's shapes (api_trade frames of one trade and api_depth snapshots of 10+10 levels, half
+each, two pairs) and backtests a strategy counting on_trade and on_book over it: issue 27
+wants its rate at >= 90 % of the private-push counting rate of the same run (lines/s each;
+every market line is one frame heard, a private recording also holds REST polls).
 
 Each figure is the best of ``--repeat`` runs (3 by default), each run in a fresh interpreter
 (spawned), the backtests alternating in order from one round to the next.
@@ -34,13 +41,15 @@ import argparse
 import gzip
 import logging
 import multiprocessing
+import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from decimal import Decimal
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
@@ -51,12 +60,14 @@ from framework import AccountPush, PositionPush, Strategy
 from framework.backtest.runner import Backtest, BacktestSettings
 from framework.backtest.synth import SynthSettings, generate
 from framework.config import parse_config
-from framework.recording import RecordingReader
+from framework.recording import RecordingReader, RecordingWriter
 from framework.venue.codec import decode_frame, decode_match_answer
 from framework.venue.errors import DecodeError
+from framework.venue.market import Book, Trade
 from framework.venue.requests import MATCHES_PATH
 
 TARGET_SHARE = 0.45
+TARGET_MARKET = 0.9
 PULSE = "strategies.pulse:Pulse"
 Result = tuple[int, float, dict[str, int]]
 
@@ -89,6 +100,84 @@ class Counting(Strategy):
     def on_account(self, push: AccountPush) -> None:
         """Count it."""
         self.accounts += 1
+
+
+class MarketCounting(Strategy):
+    """Counts the market events it hears: an on_trade and an on_book hook."""
+
+    trades_heard = 0
+    books_heard = 0
+
+    def on_trade(self, trade: Trade) -> None:
+        """Count it."""
+        self.trades_heard += 1
+
+    def on_book(self, book: Book) -> None:
+        """Count it."""
+        self.books_heard += 1
+
+
+def market_frames(
+    frames: int, *, seed: int = 1, start_ms: int = 1_700_000_000_000
+) -> Iterator[tuple[int, str]]:
+    """(ts, frame) of that many market frames in the venue's shapes, seeded: api_trade frames
+    (one trade each) and api_depth snapshots of 10+10 levels, alternating at random (half
+    each), prices walking by ticks, on two pairs."""
+    rng = random.Random(seed)
+    mids = {"ETH-USD": 200_000, "BTC-USD": 4_000_000}  # in ticks of 0.01
+    ts, dumps = start_ms, orjson.dumps
+    for n in range(frames):
+        ts += rng.randint(0, 20)
+        pair = "ETH-USD" if rng.random() < 0.7 else "BTC-USD"
+        mid = mids[pair] = max(1000, mids[pair] + rng.randint(-3, 3))
+        if rng.random() < 0.5:
+            data: Any = {
+                "asks": [{"price": _ticks(mid + 1 + i), "quantity": _qty(rng)} for i in range(10)],
+                "bids": [{"price": _ticks(mid - 1 - i), "quantity": _qty(rng)} for i in range(10)],
+                "timestamp": ts,
+            }
+            frame = {"event": "api_depth", "pair": pair, "data": data}
+        else:
+            quantity = _qty(rng)
+            data = {
+                "contractMatchPairId": n,
+                "pair": pair,
+                "price": _ticks(mid),
+                "quantity": quantity,
+                "amount": str(Decimal(quantity) * mid / 100),
+                "isLong": rng.random() < 0.5,
+                "time": ts // 1000,
+                "timestamp": ts,
+                "contractPairId": 1 if pair == "ETH-USD" else 2,
+            }
+            frame = {"event": "api_trade", "pair": pair, "data": [data]}
+        yield ts, dumps(frame).decode()
+
+
+def _ticks(ticks: int) -> str:
+    return f"{ticks // 100}.{ticks % 100:02d}"
+
+
+def _qty(rng: random.Random) -> str:
+    return f"{rng.randint(1, 50000) / 1000:.3f}"
+
+
+def market_recording(frames: int, gzip: bool) -> Path:
+    """The cached synthetic recording of that many market frames (generated on first use)."""
+    suffix = ".jsonl.gz" if gzip else ".jsonl"
+    path = Path(tempfile.gettempdir()) / f"perpframe-bench-market-{frames}{suffix}"
+    if not path.exists():
+        began = time.perf_counter()
+        partial = path.with_name(path.name + ".part" + suffix)
+        with RecordingWriter(partial, append=False, flush_every=1000) as writer:
+            for ts, frame in market_frames(frames):
+                writer.write_ws(ts, frame)
+        partial.rename(path)
+        print(
+            f"generated {path}: {frames} lines in {time.perf_counter() - began:.1f} s",
+            file=sys.stderr,
+        )
+    return path
 
 
 def recording(pushes: int, gzip: bool) -> Path:
@@ -164,6 +253,9 @@ def backtest(path: Path, name: str, cls: str, params: str) -> tuple[int, float, 
     heard = result.strategies[0]
     if hasattr(heard, "positions"):  # the Counting class as imported by the config
         counters["heard"] = heard.positions + heard.accounts
+    if hasattr(heard, "trades_heard"):  # MarketCounting
+        counters["heard"] = heard.trades_heard + heard.books_heard
+        counters["market_errors"] = recording.get("market_errors", 0)
     return result.stats.lines, elapsed, counters
 
 
@@ -190,6 +282,16 @@ def main() -> int:
     parser.add_argument("--gzip", action="store_true", help="use a .jsonl.gz recording")
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs of each")
     parser.add_argument("--example", action="store_true", help="also run strategies.pulse")
+    parser.add_argument(
+        "--market",
+        type=int,
+        nargs="?",
+        const=1_000_000,
+        default=0,
+        metavar="FRAMES",
+        help="also count on_trade and on_book over that many recorded market frames"
+        " (1,000,000 by default), beside the counting strategy's private pushes",
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     path = recording(args.pushes, args.gzip)
@@ -208,6 +310,12 @@ def main() -> int:
         cases.append(
             ("backtest, example strategy (pulse)", backtest, (path, "pulse", PULSE, pulse))
         )
+    market_label = "backtest, market counting strategy"
+    if args.market:
+        market_path = market_recording(args.market, args.gzip)
+        print(f"market file: {market_path} ({market_path.stat().st_size / 1e6:.0f} MB)")
+        market = ("market", "tests.benchmarks.bench_replay:MarketCounting", "{}")
+        cases.insert(2, (market_label, backtest, (market_path, *market)))
     runs: dict[str, Result] = {}
     # Each run in a fresh interpreter: a backtest run after another in the same process pays
     # for the heap and the allocator state the first one left (measured: the second of two
@@ -248,6 +356,21 @@ def main() -> int:
     )
     ok_share = share >= TARGET_SHARE
     ok_noop = noop_s - counting_s <= hooks_s
+    ok_market = True
+    if args.market:
+        market_lines, market_s, market_counters = runs[market_label]
+        private_rate, market_rate = lines / counting_s, market_lines / market_s
+        ratio = market_rate / private_rate
+        ok_market = ratio >= TARGET_MARKET and market_counters.get("heard") == market_lines
+        print(
+            f"market frames: {market_rate:,.0f} lines/s ({market_counters.get('heard')} heard);"
+            f" private pushes: {private_rate:,.0f} lines/s; ratio {ratio:.3f}"
+        )
+        print(
+            "PASS" if ok_market else "FAIL",
+            f"market counting at {ratio:.1%} of the private counting rate"
+            f" (target >= {TARGET_MARKET:.0%}, every frame heard)",
+        )
     print(
         "PASS" if ok_share else "FAIL",
         f"counting strategy at {share:.1%} of the baseline (target >= {TARGET_SHARE:.0%})",
@@ -256,7 +379,7 @@ def main() -> int:
         "PASS" if ok_noop else "FAIL",
         "no-op strategy no slower than the counting one by more than the hooks' own cost",
     )
-    return 0 if ok_share and ok_noop else 1
+    return 0 if ok_share and ok_noop and ok_market else 1
 
 
 if __name__ == "__main__":
