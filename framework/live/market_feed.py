@@ -44,6 +44,7 @@ from framework.live.market_stream import (
     subscriptions_of,
 )
 from framework.live.metrics import MarketGauges, Metrics
+from framework.live.recorder import Recorder
 from framework.venue.market import MarketRecord
 from framework.venue.requests import RequestBuilder
 
@@ -95,7 +96,7 @@ class MarketFeed:
         builder: RequestBuilder,
         send: Send,
         intake: Callable[[MarketRecord], None] | None = None,
-        on_raw: Callable[[str], None] | None = None,
+        recorder: Recorder | None = None,
         metrics: Metrics | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
@@ -120,7 +121,7 @@ class MarketFeed:
                 subscriptions,
                 on_record=feed.take,
                 clock=clock,
-                on_raw=on_raw,
+                on_raw=recorder.on_ws if recorder is not None else None,
                 on_state=_state_reporter(kernel, metrics, feed),
                 ack_timeout_s=stream_cfg.ack_timeout_s,
                 ping_interval_s=stream_cfg.ping_interval_s,
@@ -132,7 +133,15 @@ class MarketFeed:
         for pair, rules in market.pairs.items():
             intervals = {"mark": rules.mark_interval_s, "index": rules.index_interval_s}
             feed.polls += [
-                PricePoll(send, kind, pair, every_s, on_record=feed.take, told=feed.poll_told)
+                PricePoll(
+                    send,
+                    kind,
+                    pair,
+                    every_s,
+                    on_record=feed.take,
+                    told=feed.poll_told,
+                    on_answer=recorder.on_market if recorder is not None else None,
+                )
                 for kind, every_s in intervals.items()
                 if every_s > 0
             ]

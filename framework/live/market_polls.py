@@ -54,6 +54,7 @@ class PricePoll(IntervalJob):
         *,
         on_record: Callable[[MarkPrice | IndexPrice], None],
         told: Callable[[str, str], object],
+        on_answer: Callable[[str, str, bytes], None] | None = None,
         codec: MarketCodec = DEFAULT_MARKET_CODEC,
         paths: MarketPaths | None = None,
     ) -> None:
@@ -67,6 +68,8 @@ class PricePoll(IntervalJob):
         self._send = send
         self._on_record = on_record
         self._told = told
+        self._on_answer = on_answer
+        """(kind, pair, body) of each answer fed: the recorder's market line."""
         paths = paths if paths is not None else MarketPaths()
         self.path = paths.mark_price if kind == "mark" else paths.index_price
         self._decode = codec.mark_price if kind == "mark" else codec.index_price
@@ -104,5 +107,7 @@ class PricePoll(IntervalJob):
             self._told(f"{self.kind} {self.pair}", str(exc))
             return False
         self.polls += 1
+        if self._on_answer is not None:
+            self._on_answer(self.kind, self.pair, body)
         self._on_record(record)
         return True

@@ -326,7 +326,7 @@ class Node:
             self.market_feed = MarketFeed.plug(
                 config, self.kernel, ws_url=venue.ws_url, builder=rest.builder, send=rest.send,
                 intake=partial(self._timed, "market", self.kernel.intake), metrics=self.metrics,
-                on_raw=self.recorder.on_ws if self.recorder is not None else None,
+                recorder=self.recorder,
             )  # fmt: skip
         except ConfigError as exc:  # a strategy or source that cannot be built: one line
             raise FatalError(str(exc)) from None

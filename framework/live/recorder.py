@@ -7,7 +7,9 @@ signature: that travels in headers); values the node knows to be secret (API key
 secret) never. A newest-page match-list answer (no ``matchId``) equal to the last one written
 for its query, but for its ``sid``, is not written: it carries no information, and the replay
 reads the gap as that same answer (nothing new to deliver). Readers of older recordings are
-unaffected. The hooks never raise: a write failure is logged once, counted, and recording
+unaffected. Market data: WebSocket market frames are ``ws`` lines (``on_ws``); a mark or index
+price the market feed polled and fed is a ``market`` line (``on_market``), and its REST
+answer is not written a second time as a ``rest`` line. The hooks never raise: a write failure is logged once, counted, and recording
 stops.
 """
 
@@ -19,7 +21,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import attrs
+
 from framework.recording import RecordingWriter
+from framework.venue.market import MarketPaths
 from framework.venue.requests import MATCHES_PATH
 
 __all__ = ["Recorder"]
@@ -27,6 +32,7 @@ __all__ = ["Recorder"]
 _SID: Final = re.compile(rb'"sid"\s*:\s*("[^"]*"|\d+|null)')
 
 log = logging.getLogger("framework.recorder")
+_MARKET_PATHS: Final = frozenset(attrs.astuple(MarketPaths()))
 
 
 class Recorder:
@@ -83,7 +89,7 @@ class Recorder:
         that same answer (it would deliver nothing new). About 98% of a recording was such
         pages.
         """
-        if self.failed:
+        if self.failed or path in _MARKET_PATHS:  # fed market answers: on_market's lines
             return
         if self.dedupe and path == MATCHES_PATH and "matchId=" not in query:
             key = _SID.sub(b"", body)
@@ -94,6 +100,15 @@ class Recorder:
             self._last_page[query] = key  # one entry per pair and page size
         try:
             self.writer.write_rest(self._now_ms(), path, query, body)
+        except (OSError, ValueError) as exc:
+            self._failed(exc)
+
+    def on_market(self, kind: str, pair: str, body: bytes) -> None:
+        """A public market answer the live feed fed (a mark or index poll): a market line."""
+        if self.failed:
+            return
+        try:
+            self.writer.write_market(self._now_ms(), kind, pair, body)
         except (OSError, ValueError) as exc:
             self._failed(exc)
 

@@ -35,7 +35,7 @@ from framework.engine.clock import VirtualClock
 from framework.live.market_stream import MarketStream, Subscription
 from framework.live.metrics import MarketGauges, Metrics
 from framework.live.node import Node
-from framework.recording import RecordingReader, RestRecord, WsRecord
+from framework.recording import MarketLine, RecordingReader, RestRecord, WsRecord
 from framework.twin.demo import DEMO_API_KEY, DEMO_PRIVATE_KEY
 from framework.twin.server import VenueTwin
 from framework.twin.settings import PriceSettings, TwinSettings
@@ -314,7 +314,7 @@ async def test_market_records_reach_the_hooks_and_self_market_and_are_recorded(
     assert 'perp_market_events_total{channel="mark"}' in text
     assert 'perp_market_age_seconds{pair="ETH-USD"}' in text
     assert "perp_market_gaps_total 0.0" in text
-    # The market frames are recorded beside the private pushes, the polls beside the REST.
+    # The market frames are recorded beside the private pushes; the polls fed are market lines.
     reader = RecordingReader(recording)
     try:
         records = list(reader.records())
@@ -322,8 +322,10 @@ async def test_market_records_reach_the_hooks_and_self_market_and_are_recorded(
         reader.close()
     frames = [orjson.loads(r.frame) for r in records if isinstance(r, WsRecord)]
     assert {"api_trade", "api_depth", "api_kline"} <= {f["event"] for f in frames}
+    fed = {(r.kind, r.pair) for r in records if isinstance(r, MarketLine)}
+    assert {("mark", PAIR), ("index", PAIR)} <= fed
     rest = {r.path for r in records if isinstance(r, RestRecord)}
-    assert {MarketPaths().mark_price, MarketPaths().index_price} <= rest
+    assert not {MarketPaths().mark_price, MarketPaths().index_price} & rest  # not twice
 
 
 async def test_a_dropped_market_socket_reconnects_resubscribes_and_tells_the_gap(
