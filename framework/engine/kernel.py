@@ -86,6 +86,10 @@ __all__ = [
 
 log = logging.getLogger("framework.kernel")
 
+MAX_HELD = 10_000
+"""Market records held for the hooks while the strategies have not started (a live node
+hears its market before on_start); beyond it, the view alone keeps them."""
+
 StrategyFactory = Callable[[BasicContext], Strategy]
 """Builds one strategy on the kernel's context (tests and sweeps pass these)."""
 
@@ -175,7 +179,7 @@ class Kernel:
         """The risk gate's reference price and staleness per pair (fills seen by on_match)."""
         self.routes: dict[type[Any], Callable[[Any], None]] = {
             **push_routes(self.portfolio, self.bus.publish),
-            **market_routes(self.market, self.bus.publish),
+            **market_routes(self.market, self._publish_market),
             MatchRecord: self.on_match,
         }
         """The intake's routes, record type -> its consumer (see feeds)."""
@@ -191,6 +195,9 @@ class Kernel:
         self.refused = 0
         """How many queued intents the stop's close refused (9013, never sent)."""
         self._unattached: list[Strategy] = []
+        self._held: list[Any] | None = []  # market records heard before the start (bounded)
+        self.held_dropped = 0
+        """Market records heard before the start beyond MAX_HELD: kept by the view only."""
         self._engine: ExecutionEngine | None = None
         self._attribute: Callable[[MatchRecord], MatchFilled | None] = self._no_engine
         self._stopped_listeners: list[StrategyStopped] = []
@@ -334,6 +341,13 @@ class Kernel:
         """
         yield Snapshot()
         self.bus.publish(Started(self.clock.now()))
+        held, self._held = self._held or [], None
+        for record in held:  # heard before on_start: the hooks hear them now, in order
+            self.bus.publish(record)
+        if self.held_dropped:
+            log.warning("%d market records heard before the start exceeded %d: only"
+                        " self.market kept them, the hooks did not hear them",
+                        self.held_dropped, MAX_HELD)  # fmt: skip
         self.recovered = self.engine.recover()
 
     def start(self) -> int:
@@ -341,6 +355,16 @@ class Kernel:
         for _ in self.starting():
             pass
         return self.recovered
+
+    def _publish_market(self, record: Any) -> None:
+        """A market record to the hooks; before the start, held for them (at most MAX_HELD)."""
+        held = self._held
+        if held is None:
+            self.bus.publish(record)
+        elif len(held) < MAX_HELD:
+            held.append(record)
+        else:
+            self.held_dropped += 1
 
     def _on_started(self, event: Started) -> None:
         """Attach the strategies and run their on_start, each failure isolated (see module)."""

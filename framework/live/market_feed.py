@@ -5,7 +5,8 @@ REST polls of mark and index on intervals"): :meth:`MarketFeed.plug` while it st
 :meth:`MarketFeed.start` and :meth:`MarketFeed.ready` before its strategies start (so that
 ``on_start`` reads a market: a mark to price a first market order by, a fresh price that is
 not stale), and :meth:`MarketFeed.stop` when it stops. Records heard before the strategies
-start are kept by the kernel's market view; hooks hear what comes after ``on_start``.
+start are kept by the kernel's market view at once and reach the hooks right after
+``on_start``, in order (the kernel holds them).
 Plugging in declares the market records to the kernel (``kernel.feeds("market", ...)``),
 loads the optional user source (``market.source``, built as ``cls("market", market.params)``
 and run by the node as every source is), builds the WebSocket client
@@ -77,6 +78,17 @@ class MarketFeed:
         self._subscribed = anyio.Event()
         self._first_polls = anyio.Event()
         self._polls_out = 0
+
+    def _recorded(self, recorder: Recorder | None) -> Callable[[str, str, bytes], None] | None:
+        """A poll's answer to the recorder, unless the feed was stopped (then not fed either)."""
+        if recorder is None:
+            return None
+
+        def record(kind: str, pair: str, body: bytes) -> None:
+            if not self.stopped:
+                recorder.on_market(kind, pair, body)
+
+        return record
 
     def take(self, record: MarketRecord) -> None:
         """Hand one record to the intake, unless the feed was stopped (a poll still in flight)."""
