@@ -29,50 +29,42 @@ strategies:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from functools import partial
 from typing import Any, Final, Literal
 
 import attrs
 
 from framework.backtest.prices import PriceTrack
-from framework.engine.cancels import CancelAnswer, CancelBatch
-from framework.engine.venue import Answer
+from framework.engine.cancels import CancelAnswer
 from framework.sim.events import BalanceChanged, Event
 from framework.sim.exchange import CANCEL_MESSAGES, Exchange
 from framework.sim.history import OrderRecord as SimOrder
 from framework.sim.records import (
     account_push,
-    balance_record,
     match_record,
-    order_record,
     position_push,
-    position_record,
 )
 from framework.sim.state import ExchangeSettings, FeeSettings, PairSettings
-from framework.venue.errors import ORDER_NOT_FOUND, error_for, order_error_for, render_message
+from framework.venue.errors import error_for, render_message
 from framework.venue.models import (
-    AccountBalance,
     AccountPush,
     MatchRecord,
     OrderInput,
     OrderResult,
-    Position,
     PositionPush,
 )
-from framework.venue.order_management import OrderRecord as VenueOrder
-from framework.venue.requests import MAX_PAGE_SIZE
 from framework.venue.rules import PairRules, settle_coin_of
 
 __all__ = [
     "NO_PRICE",
+    "PAGE_SIZE",
     "PAPER_ID_BASE",
+    "PAPER_USER",
     "Fill",
     "PaperSettings",
     "PaperVenue",
     "PriceTrack",
-    "SimVenue",
 ]
 
 log = logging.getLogger("framework.paper")
@@ -83,8 +75,10 @@ PAPER_ID_BASE: Final = 10**12
 NO_PRICE: Final = 2331
 """The venue's code for 'Market predict price was not obtained': no price known yet."""
 
-_USER: Final = 1
-_PAGE_SIZE: Final = 20
+PAPER_USER: Final = 1
+"""The paper account's user id on its exchange."""
+PAGE_SIZE: Final = 20
+"""The venue's default page size (open orders, positions, matches)."""
 """The lists' pageSize when none is given (the twin's default_page_size)."""
 _ZERO: Final = Decimal(0)
 
@@ -175,7 +169,7 @@ class PaperVenue:
         self.initial = {
             coin: settings.balances.get(coin, settings.default_balance) for coin in coin_ids
         }
-        self.exchange.open_account(_USER, None, self.initial)
+        self.exchange.open_account(PAPER_USER, None, self.initial)
         self._priced: set[str] = set()
         self._schedule: Callable[[int, Callable[[], None]], None] | None = None
         self._feed_at = 0
@@ -316,7 +310,7 @@ class PaperVenue:
             if self.exchange.markets[pair].mark != price:
                 self._emit(self.exchange.set_mark(pair, price, now), now)
             placeable.append((index, order))
-        outcome = self.exchange.submit(_USER, [o for _, o in placeable], now, atomic=False)
+        outcome = self.exchange.submit(PAPER_USER, [o for _, o in placeable], now, atomic=False)
         for position, code, msg in outcome.refusals:
             refusals[placeable[position][0]] = (code, msg)
         for code, _ in refusals.values():
@@ -333,13 +327,15 @@ class PaperVenue:
     def cancel(self, order_ids: Sequence[int], now: int) -> dict[int | str, CancelAnswer]:
         """Cancel paper orders by id with the twin's rules (2340 unknown, 2341 completed)."""
         self._changed()
-        orders = self.exchange.accounts[_USER].orders
+        orders = self.exchange.accounts[PAPER_USER].orders
         return {oid: self._cancel(orders.get(oid), now) for oid in order_ids}
 
     def cancel_by_client_id(self, client_order_id: str, now: int) -> CancelAnswer:
         """Cancel a paper order by its clientOrderId (the twin's rules)."""
         self._changed()
-        return self._cancel(self.exchange.accounts[_USER].orders.by_client_id(client_order_id), now)
+        return self._cancel(
+            self.exchange.accounts[PAPER_USER].orders.by_client_id(client_order_id), now
+        )
 
     def _cancel(self, record: SimOrder | None, now: int) -> CancelAnswer:
         code, events = self.exchange.cancel_order(record, now)
@@ -351,7 +347,7 @@ class PaperVenue:
     def cancel_all(self, pair: str | None, is_long: bool | None, now: int) -> tuple[int, ...]:
         """Cancel every open paper order (of pair, of one side): the ids, ascending."""
         self._changed()
-        cancelled, events = self.exchange.cancel_all(_USER, pair, is_long, now)
+        cancelled, events = self.exchange.cancel_all(PAPER_USER, pair, is_long, now)
         self._emit(events, now, own=True)
         return tuple(cancelled)
 
@@ -383,7 +379,7 @@ class PaperVenue:
         self._collect_matches()
 
     def _collect_matches(self) -> None:
-        account = self.exchange.accounts[_USER]
+        account = self.exchange.accounts[PAPER_USER]
         for pair, found in account.matches.items():
             # end counts every match ever made on the pair; the twin keeps only the newest
             # (match_history_limit), so the new ones are the last end - seen kept.
@@ -415,7 +411,7 @@ class PaperVenue:
     def equity(self) -> dict[str, Decimal]:
         """Per coin: available + frozen + unrealized PnL at the current marks."""
         exchange = self.exchange
-        account = exchange.accounts[_USER]
+        account = exchange.accounts[PAPER_USER]
         out = {coin: b.available + b.frozen for coin, b in account.balances.items()}
         for position in account.positions.values():
             coin = self.coin_of[position.pair]
@@ -424,174 +420,13 @@ class PaperVenue:
 
     def unrealized(self) -> dict[str, Decimal]:
         """Per pair: the unrealized PnL of the open paper position at the current mark."""
-        account = self.exchange.accounts[_USER]
+        account = self.exchange.accounts[PAPER_USER]
         return {p: self.exchange.unrealized_pnl(pos) for p, pos in account.positions.items()}
 
     def open_positions(self) -> dict[str, Decimal]:
         """Per pair: the signed quantity of the open paper position."""
-        account = self.exchange.accounts[_USER]
+        account = self.exchange.accounts[PAPER_USER]
         return {
             p: pos.quantity if pos.is_long else -pos.quantity
             for p, pos in account.positions.items()
         }
-
-
-# ------------------------------------------------------------------------------ venue port
-
-
-class SimVenue:
-    """The paper venue as the engine's :class:`~framework.engine.venue.Venue`, on virtual time.
-
-    A batch reaches the paper account ``latency_ms`` after it is sent (cancels and queries
-    at once), and the pushes a call makes come after its answer reached the engine, as live.
-    :meth:`start` is how the executor awaits an answer here: it runs the call's coroutine at
-    once, with no event loop, and resumes one that waits out its latency at that virtual
-    time (through ``schedule``). Every read answers from the paper account's exchange with
-    the records, pages and refusals a RestClient decodes from the twin's answers for the same
-    state (the shared reads of :class:`~framework.sim.exchange.Exchange`).
-    """
-
-    def __init__(
-        self,
-        paper: PaperVenue,
-        *,
-        now_ms: Callable[[], int],
-        schedule: Callable[[int, Callable[[], None]], None],
-        latency_ms: int = 0,
-    ) -> None:
-        self.paper = paper
-        self.latency_ms = latency_ms
-        self._now_ms = now_ms
-        self._schedule = schedule
-        self._waiting: dict[Coroutine[Any, Any, None], None] = {}
-
-    def start(self, answer: Answer, sent: Any, reply: Awaitable[Any]) -> None:
-        """Run answer(sent, reply) now; the pushes the call makes follow its answer."""
-        self._step(answer(sent, reply))
-
-    def _step(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        paper = self.paper
-        self._waiting.pop(coroutine, None)
-        paper.hold_pushes()
-        try:
-            at = coroutine.send(None)
-        except StopIteration:
-            return
-        finally:
-            paper.release_pushes()
-        self._waiting[coroutine] = None
-        self._schedule(at, partial(self._step, coroutine))
-
-    def abandon(self) -> int:
-        """Close the calls still waiting out their latency (the run ended first): each is
-        answered now as cancelled in flight, as a live stop's timeout does, never later when
-        garbage collection would close it. Returns how many there were."""
-        waiting, self._waiting = list(self._waiting), {}
-        for coroutine in waiting:
-            coroutine.close()
-        return len(waiting)
-
-    def send_batch(self, orders: Sequence[OrderInput]) -> Awaitable[list[OrderResult]]:
-        """The batch, placed when it reaches the paper account (latency_ms from now)."""
-        return self._create(orders, self._now_ms() + self.latency_ms)
-
-    async def _create(self, orders: Sequence[OrderInput], at: int) -> list[OrderResult]:
-        if at > self._now_ms():
-            await _Until(at)
-        return self.paper.batch_create(orders, self._now_ms())
-
-    async def cancel(self, batch: CancelBatch) -> dict[int | str, CancelAnswer]:
-        """Cancel paper orders by id, or one by its clientOrderId (the twin's rules)."""
-        paper, now = self.paper, self._now_ms()
-        if batch.by_client_id:
-            (coid,) = batch.client_order_ids
-            return {coid: paper.cancel_by_client_id(coid, now)}
-        answers = paper.cancel(batch.order_ids, now)
-        if len(answers) == 1:
-            return answers
-        # The venue's batch cancel names no filled quantity or orderId per order (RestClient
-        # decodes none): the engine then knows, here as live, only what matches tell it.
-        return {oid: CancelAnswer(a.code, CANCEL_MESSAGES[a.code]) for oid, a in answers.items()}
-
-    async def query_order(self, entrust_id: int) -> VenueOrder:
-        """A paper order's record, open or completed; 2340 (OrderStateError) when unknown."""
-        record = self.paper.exchange.accounts[_USER].orders.get(entrust_id)
-        if record is None:
-            raise order_error_for(ORDER_NOT_FOUND, CANCEL_MESSAGES[ORDER_NOT_FOUND])
-        return order_record(record)
-
-    async def warm_up(self) -> None:
-        """Nothing to open: the paper account is in-process."""
-
-    async def cancel_all(
-        self, pair: str | None = None, is_long: bool | None = None
-    ) -> tuple[int, ...] | None:
-        """Cancel every open paper order (of pair, of one side): the ids, ascending."""
-        if pair is not None:
-            self._page(pair, None, None)
-        return self.paper.cancel_all(pair, is_long, self._now_ms())
-
-    async def all_open_orders(self, pair: str) -> list[VenueOrder]:
-        """Every open paper order of pair, entrustId ascending."""
-        self._page(pair, None, None)
-        return [
-            order_record(r) for r in self.paper.exchange.accounts[_USER].orders.open_orders(pair)
-        ]
-
-    async def positions(
-        self, pair: str, page_no: int | None = None, page_size: int | None = None
-    ) -> list[Position]:
-        """One page of the paper account's positions on pair."""
-        exchange = self.paper.exchange
-        found = exchange.position_page(_USER, pair, *self._page(pair, page_no, page_size))
-        return [position_record(exchange, exchange.accounts[_USER], p) for p in found]
-
-    async def balance(self, symbol: str) -> AccountBalance:
-        """The paper balance of one coin (2122: not held, 4001: no such coin)."""
-        found = self.paper.exchange.balance_answer(_USER, symbol)
-        if isinstance(found, tuple):
-            raise error_for(*found)
-        return balance_record(_USER, found)
-
-    async def matches(
-        self,
-        pair: str,
-        match_id: int | None = None,
-        page_no: int | None = None,
-        page_size: int | None = None,
-    ) -> list[MatchRecord]:
-        """One page of the paper matches of pair, newest first, ids below match_id."""
-        page_no, page_size = self._page(pair, page_no, page_size)
-        found = self.paper.exchange.matches(
-            _USER,
-            pair,
-            before=match_id,
-            page_no=page_no,
-            page_size=page_size,
-            now_ms=self._now_ms(),
-        )
-        return [match_record(m) for m in found]
-
-    def _page(self, pair: str, page_no: int | None, page_size: int | None) -> tuple[int, int]:
-        """pageNo and pageSize as the twin reads them; 2001 for an unknown pair, a page below
-        1 or a bad size."""
-        if pair not in self.paper.exchange.markets:
-            raise error_for(2001, render_message(2001, "pairName"))
-        if page_no is not None and page_no < 1:
-            raise error_for(2001, render_message(2001, "pageNo"))
-        page_size = _PAGE_SIZE if page_size is None else page_size
-        if not 0 < page_size <= MAX_PAGE_SIZE:
-            raise error_for(2001, render_message(2001, "pageSize"))
-        return page_no or 1, page_size
-
-
-class _Until:
-    """Awaited by a call that waits for virtual time: SimVenue resumes it at ``at`` ms."""
-
-    __slots__ = ("at",)
-
-    def __init__(self, at: int) -> None:
-        self.at = at
-
-    def __await__(self) -> Generator[int, None, None]:
-        yield self.at

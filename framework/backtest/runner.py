@@ -5,7 +5,7 @@ node (one Bus, one Portfolio fed through the kernel's frame intake, the config's
 built and attached one way, one ExecutionEngine with the config's ``execution`` settings) and
 differs only at the edges: a :class:`~framework.engine.clock.VirtualClock` set by the replay,
 the recording instead of the stream and the poller, and the one
-:class:`~framework.engine.venue.Executor` over :class:`~framework.backtest.paper.SimVenue` (the
+:class:`~framework.engine.venue.Executor` over :class:`~framework.backtest.sim_venue.SimVenue` (the
 paper account) instead of the REST client.
 
 The config file is the live one plus an optional ``backtest:`` section
@@ -29,11 +29,12 @@ from typing import Any, Literal
 
 import attrs
 
-from framework.backtest.paper import PaperSettings, PaperVenue, SimVenue
+from framework.backtest.paper import PaperSettings, PaperVenue
 from framework.backtest.prices import PriceTrack
 from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
+from framework.backtest.sim_venue import SimVenue
 from framework.backtest.timeline import PRICES, SAMPLES, Repeating, Timeline
 from framework.config import Config, beside_config, parse_config, split_section
 from framework.engine.bus import Bus

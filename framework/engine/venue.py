@@ -2,7 +2,7 @@
 
 Live trading and backtests differ in which venue receives batches: the REST venue
 (:class:`framework.live.rest.RestClient`, over the network) or the simulated one
-(:class:`framework.backtest.paper.SimVenue`, in-process on virtual time). Both implement
+(:class:`framework.backtest.sim_venue.SimVenue`, in-process on virtual time). Both implement
 :class:`Venue`, in the engine's vocabulary, and one :class:`Executor` drives the execution
 engine against either: it sends what the engine cut and hands every answer back.
 

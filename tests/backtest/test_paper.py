@@ -13,10 +13,10 @@ from framework.backtest.paper import (
     PAPER_ID_BASE,
     PaperSettings,
     PaperVenue,
-    SimVenue,
 )
 from framework.backtest.prices import PriceTrack
 from framework.backtest.scan import PricePoint
+from framework.backtest.sim_venue import SimVenue
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from framework.backtest.paper import PaperSettings, PaperVenue, SimVenue
+from framework.backtest.paper import PaperSettings, PaperVenue
 from framework.backtest.prices import PriceTrack
+from framework.backtest.sim_venue import SimVenue
 from framework.engine.cancels import CancelAnswer, CancelBatch
 from framework.live.rest import RestClient
 from framework.twin.demo import DEMO_API_KEY
