@@ -47,6 +47,7 @@ from framework.sim.records import (
 )
 from framework.sim.state import ExchangeSettings, FeeSettings, PairSettings
 from framework.venue.errors import error_for, render_message
+from framework.venue.market import Bar, Book, IndexPrice, MarketRecord, MarkPrice
 from framework.venue.models import (
     AccountPush,
     MatchRecord,
@@ -182,6 +183,10 @@ class PaperVenue:
         self.on_fill: Callable[[Fill], None] | None = None
         self.changes = 0
         """How many times the paper account changed (orders, fills, marks of what is held)."""
+        self.market_fills = False
+        """True once a recorded book or trade came: fills follow the recorded market, and
+        marks are the recorded ones (else its book's mid and trades): the track is unused."""
+        self._marked: set[str] = set()  # pairs with a recorded mark price
         self.on_change: Callable[[], None] | None = None
         """Called when the paper account is about to change (an order, a fill, a mark)."""
 
@@ -219,7 +224,8 @@ class PaperVenue:
         rows, now, at = self.track.rows, self._now_ms(), self._feed_at
         while at < len(rows) and rows[at][0] <= now:
             ts, pair, price = rows[at]
-            self.apply_price(pair, price, ts)
+            if not self.market_fills:
+                self.apply_price(pair, price, ts)
             at += 1
         self._feed_at = at
         self._arm()
@@ -230,6 +236,8 @@ class PaperVenue:
         self._arm()
 
     def _catch_up(self, pair: str, now: int) -> None:
+        if self.market_fills:
+            return
         price = self.track.last_at(pair, now)
         if price is not None:
             self.apply_price(pair, price, now)
@@ -249,8 +257,38 @@ class PaperVenue:
             return
         self._emit(self.exchange.set_mark(pair, price, ts), ts)
 
+    def on_market(self, record: MarketRecord) -> None:
+        """A recorded market record: from the first book or trade on, fills follow them.
+
+        A book is what market orders walk (never better than its best price; what it cannot
+        fill is left unfilled), a trade fills the resting orders it trades through (at their
+        limit, as maker); a mark moves the mark (liquidations), and fills nothing then. The
+        exchange's rule (:mod:`framework.sim.market_fills`) is the twin's with its market on.
+        """
+        market = self.exchange.markets.get(record.pair)
+        if market is None or type(record) is IndexPrice or type(record) is Bar:
+            return
+        now = self._now_ms()
+        if type(record) is MarkPrice:
+            self._marked.add(record.pair)
+            self.apply_price(record.pair, record.price, now)
+            return
+        if not self.exchange.book_fills:
+            self.exchange.book_fills = True
+            self.market_fills = True
+            log.info("the recording has market data: paper fills follow its books and trades")
+        pair = record.pair
+        if type(record) is Book:
+            self.exchange.set_book(pair, record)
+            price = record.mid
+        else:
+            self._emit(self.exchange.market_trades(pair, (record,), now), now)  # type: ignore[arg-type]
+            price = record.price  # type: ignore[union-attr]
+        if price is not None and pair not in self._marked:  # no recorded mark: the market's
+            self.apply_price(pair, price, now)
+
     def mark(self, pair: str) -> Decimal | None:
-        """The pair's current mark, None before its first price (the risk gate's reference)."""
+        """The pair's current mark, None before its first price."""
         if self._parked:
             self._catch_up(pair, self._now_ms())
         market = self.exchange.markets.get(pair)
@@ -258,7 +296,7 @@ class PaperVenue:
 
     def _reference(self, pair: str, now: int) -> Decimal | None:
         s = self.settings
-        if s.fill_price == "next":
+        if s.fill_price == "next" and not self.market_fills:
             price = self.track.next_at(pair, now, s.max_wait_ms)
             if price is not None:
                 return price

@@ -309,6 +309,7 @@ class Backtest:
             reread_ids=config.polling.reread_ids,
             reread_age_ms=int(config.polling.reread_age_s * 1000),
             declare=partial(kernel.feeds, "recording"),  # at its first market record
+            on_market=paper.on_market,  # a recorded market: the paper venue fills on it
         )
         paper.start_prices(partial(timeline.at, rank=PRICES))
 
