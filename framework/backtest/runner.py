@@ -367,7 +367,9 @@ class Backtest:
             paper=paper,
             elapsed_s=done - began,
             scan_s=scanned - began,
-            warnings=recording_warnings(self.recording, reader, replayer, config.pairs),
+            warnings=recording_warnings(
+                self.recording, reader, replayer, config.pairs, fed=list(config.market.pairs)
+            ),
         )
 
     def _stop(
@@ -415,11 +417,23 @@ class Backtest:
 
 
 def recording_warnings(
-    path: Path, reader: RecordingReader, replayer: Replayer, pairs: Collection[str]
+    path: Path,
+    reader: RecordingReader,
+    replayer: Replayer,
+    pairs: Collection[str],
+    *,
+    fed: Collection[str] = (),
 ) -> list[str]:
-    """One line for each thing a replay found wrong in its recording, naming the file."""
+    """One line for each thing a replay found wrong in its recording, naming the file
+    (fed: the pairs the config's market: section feeds)."""
     read, stats = reader.stats, replayer.stats
     found = []
+    if fed and not stats.market_records:
+        found.append(
+            f"it holds no market data, but the config's market: section feeds"
+            f" {', '.join(fed)}: market orders on them were refused as stale (9007); record"
+            " with that section, or drop it for this backtest"
+        )
     if read.bad_lines:
         found.append(
             f"{read.bad_lines} line(s) that are not records skipped, not replayed (the first:"

@@ -84,3 +84,15 @@ def test_market_orders_walk_the_recorded_book_and_bids_fill_on_recorded_trades(
     assert market.price >= Decimal(2001) and market.ts < T0 + 2_000
     assert (bid.quantity, bid.price, bid.is_taker) == (Decimal("0.1"), Decimal(1990), False)
     assert bid.ts == T0 + 4_000  # not at the trade of 1995, nor the book's drop to 1991
+
+
+def test_a_market_section_over_a_recording_without_market_data_is_told(tmp_path: Path) -> None:
+    path = tmp_path / "private.jsonl"
+    with RecordingWriter(path, append=False) as w:
+        w.write_ws(T0, '{"event":"api_position_res","success":true}')
+    config = parse_config(CONFIG + "market: {pairs: {ETH-USD: {channels: [trade]}}}\n")
+    result = Backtest(config, path, strategies=[taker]).run()
+    assert any(
+        "holds no market data, but the config's market: section feeds ETH-USD" in line
+        for line in result.warnings
+    ), result.warnings
