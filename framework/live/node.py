@@ -27,6 +27,7 @@ the ``strategies started`` line. When every strategy has been stopped for failin
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import random
@@ -415,6 +416,10 @@ class Node:
             await self.market_feed.ready(self.config.venue.timeout_s)
         for step in self.kernel.starting():
             assert isinstance(step, Snapshot) and self.resync is not None
+        # What the start made lives as long as the daemon: out of the collector's sight (its
+        # garbage collected first), a full collection's pause goes from ~40 to 0.4 ms (demo).
+        gc.collect()
+        gc.freeze()
         log.info("strategies started", extra={"strategies": list(self.kernel.started)})
         log.info("journal recovered", extra={"intents_requeued": self.kernel.recovered})
         self._check_all_stopped()
