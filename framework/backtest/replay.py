@@ -154,6 +154,7 @@ class Replayer:
         self._market = market
         self._declare = declare
         self._market_routes: dict[type[Any], Callable[[Any], None]] | None = None
+        self._market_pairs: set[str] = set()
         self.on_market = on_market
         """Called with every market record before it is delivered (the paper venue's view of
         the recorded market; the latest book and trade per pair are also the kernel's
@@ -210,13 +211,14 @@ class Replayer:
         return stats
 
     def pairs(self, wanted: Collection[str] = ()) -> set[str]:
-        """The pairs the recording showed so far: polled, matched or opened.
+        """The pairs the recording showed so far: polled, matched, in market data or opened.
 
         With wanted, those polled or matched when one of them is among wanted (the opened
         ones, a longer list, are not looked through then).
         """
         found = {pair for pair in self._cursors if pair}
         found.update(self.prices.by_pair)
+        found.update(self._market_pairs)
         if not found.intersection(wanted):
             found.update({pair for _, pair, _ in self.prices.new_positions})
         return found
@@ -356,10 +358,12 @@ class Replayer:
             if missing:
                 raise ConfigError(f"replay: no route takes the recording's {missing} records")
             routes = self._market_routes = {cls: self._routes[cls] for cls in _MARKET_TYPES}
-        tap = self.on_market
+        tap, pairs = self.on_market, self._market_pairs
         for record in records:
             if tap is not None:
                 tap(record)
+            if record.pair not in pairs and len(pairs) < 4096:
+                pairs.add(record.pair)
             routes[type(record)](record)
         self.stats.market_records += len(records)
 

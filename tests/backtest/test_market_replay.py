@@ -202,6 +202,15 @@ def test_a_recording_without_market_data_reports_no_market_counters(tmp_path: Pa
     assert [hook for hook, _ in result.strategies[0].heard] == ["on_position"]  # type: ignore[attr-defined]
 
 
+def test_a_recording_of_market_data_alone_shows_its_pairs(tmp_path: Path) -> None:
+    path = tmp_path / "market.jsonl"
+    with RecordingWriter(path, append=False) as w:
+        w.write_ws(T0, trade("ETH-USD", "2000", 1))
+    result = Backtest(parse_config(CONFIG), path, strategies=[listener]).run()
+    assert result.warnings == []  # not "none of the config's pairs is in it"
+    assert [hook for hook, _ in result.strategies[0].heard] == ["on_trade"]  # type: ignore[attr-defined]
+
+
 def test_the_replay_hands_market_records_to_its_tap_before_delivering(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     with RecordingWriter(path, append=False) as w:
