@@ -35,7 +35,7 @@ import anyio
 import attrs
 import orjson
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed, InvalidURI, WebSocketException
+from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from framework.engine.clock import Clock
 from framework.live.reconnect import (
@@ -45,11 +45,12 @@ from framework.live.reconnect import (
     StreamLost,
     describe,
     describe_close,
+    one_session,
     open_socket,
     reconnecting,
 )
 from framework.market_config import MarketConfig
-from framework.venue.errors import ConfigError, DecodeError
+from framework.venue.errors import DecodeError
 from framework.venue.market import (
     DEFAULT_MARKET_CODEC,
     DEPTH,
@@ -262,37 +263,35 @@ class MarketStream:
 
     async def _session(self) -> None:
         self._set_state("connecting", self.url)
-        subscribed = False
-        try:
-            async with open_socket(
-                self.url,
-                ping_interval_s=self.ping_interval_s,
-                silence_timeout_s=self.silence_timeout_s,
-                open_timeout_s=self.open_timeout_s,
-                close_timeout_s=self.close_timeout_s,
-                max_size=self.max_size,
-            ) as ws:
-                await self._subscribe(ws)
-                subscribed = True
-                self._subscribed()
-                reason = await self._receive(ws)
-        except StreamError as exc:
-            self.stats.failures += 1
-            self._set_state("failed", str(exc))
-            raise
-        except InvalidURI as exc:
-            raise ConfigError(f"market.ws_path: {exc}") from None
-        except (OSError, TimeoutError, WebSocketException) as exc:
-            reason = describe(exc)
-            if not subscribed:
-                self.stats.failures += 1
-                detail = f"cannot connect to {self.url}: {reason}"
-                self._set_state("failed", detail)
-                raise StreamLost(detail) from None
+        socket = open_socket(
+            self.url,
+            ping_interval_s=self.ping_interval_s,
+            silence_timeout_s=self.silence_timeout_s,
+            open_timeout_s=self.open_timeout_s,
+            close_timeout_s=self.close_timeout_s,
+            max_size=self.max_size,
+        )
+        reason = await one_session(
+            socket,
+            url=self.url,
+            url_key="market.ws_path",
+            subscribe=self._subscribe,
+            serve=self._serve,
+            on_failed=self._failed,
+        )
         self.stats.disconnects += 1
         self.lost_at_ms = self._clock.now_ms()
         self._set_state("lost", reason)
         raise StreamLost(f"connection lost: {reason}")
+
+    async def _serve(self, ws: ClientConnection) -> str:
+        """A subscribed session: count it, then hand frames over until it ends."""
+        self._subscribed()
+        return await self._receive(ws)
+
+    def _failed(self, why: str) -> None:
+        self.stats.failures += 1
+        self._set_state("failed", why)
 
     def _subscribed(self) -> None:
         """A session got every ack: count it, and tell the gap since the last one ended."""

@@ -20,8 +20,9 @@ from typing import Final
 import anyio
 import stamina
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidURI, WebSocketException
 
-from framework.venue.errors import TransportError
+from framework.venue.errors import ConfigError, TransportError
 
 __all__ = [
     "MAX_FRAME_BYTES",
@@ -30,6 +31,7 @@ __all__ = [
     "StreamLost",
     "describe",
     "describe_close",
+    "one_session",
     "open_socket",
     "reconnecting",
 ]
@@ -115,6 +117,42 @@ def open_socket(
         max_size=max_size,
         max_queue=1024,
     )
+
+
+async def one_session(
+    socket: connect,
+    *,
+    url: str,
+    url_key: str,
+    subscribe: Callable[[ClientConnection], Awaitable[None]],
+    serve: Callable[[ClientConnection], Awaitable[str]],
+    on_failed: Callable[[str], None],
+) -> str:
+    """One session of a WebSocket client: connect, subscribe, then serve until it ends.
+
+    Returns why a subscribed session ended (its connection lost). A session that fails
+    before it is subscribed calls on_failed(why) and raises: a StreamError of subscribe as
+    it is, a connection that cannot be made as StreamLost; a bad URL is a ConfigError
+    naming url_key. The stream and the market stream share it.
+    """
+    subscribed = False
+    try:
+        async with socket as ws:
+            await subscribe(ws)
+            subscribed = True
+            return await serve(ws)
+    except StreamError as exc:
+        on_failed(str(exc))
+        raise
+    except InvalidURI as exc:
+        raise ConfigError(f"{url_key}: {exc}") from None
+    except (OSError, TimeoutError, WebSocketException) as exc:
+        reason = describe(exc)
+        if not subscribed:
+            detail = f"cannot connect to {url}: {reason}"
+            on_failed(detail)
+            raise StreamLost(detail) from None
+        return reason
 
 
 def describe(exc: BaseException) -> str:

@@ -37,7 +37,7 @@ import attrs
 import orjson
 import stamina
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed, InvalidURI, WebSocketException
+from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from framework.engine.clock import Clock
 from framework.engine.events import BalanceSynced, Event, PositionsSynced
@@ -49,11 +49,12 @@ from framework.live.reconnect import (
     StreamLost,
     describe,
     describe_close,
+    one_session,
     open_socket,
     reconnecting,
 )
 from framework.venue.codec import DEFAULT_CODEC, Codec
-from framework.venue.errors import ConfigError, DecodeError
+from framework.venue.errors import DecodeError
 from framework.venue.models import (
     Position,
     PositionPush,
@@ -220,44 +221,43 @@ class StreamClient:
 
     async def _session(self) -> None:
         self._set_state("connecting", self.ws_url)
-        subscribed = False
-        try:
-            async with open_socket(
-                self.ws_url,
-                ping_interval_s=self.ping_interval_s,
-                silence_timeout_s=self.silence_timeout_s,
-                open_timeout_s=self.open_timeout_s,
-                close_timeout_s=self.close_timeout_s,
-            ) as ws:
-                await self._subscribe(ws)
-                subscribed = True
-                self.backoff.reset()
-                self.stats.connects += 1
-                if self.stats.connects > 1:
-                    self.stats.reconnects += 1
-                self._set_state("connected", f"{len(self.pairs)} pairs, {len(self.coins)} coins")
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._run_resync)
-                    reason = await self._receive(ws)
-                    tg.cancel_scope.cancel()
-        except StreamError as exc:
-            self.stats.failures += 1
-            self.last_error = str(exc)
-            self._set_state("failed", str(exc))
-            raise
-        except InvalidURI as exc:
-            raise ConfigError(f"venue.ws_url: {exc}") from None
-        except (OSError, TimeoutError, WebSocketException) as exc:
-            reason = describe(exc)
-            if not subscribed:
-                self.stats.failures += 1
-                self.last_error = f"cannot connect to {self.ws_url}: {reason}"
-                self._set_state("failed", self.last_error)
-                raise StreamLost(self.last_error) from None
+        socket = open_socket(
+            self.ws_url,
+            ping_interval_s=self.ping_interval_s,
+            silence_timeout_s=self.silence_timeout_s,
+            open_timeout_s=self.open_timeout_s,
+            close_timeout_s=self.close_timeout_s,
+        )
+        reason = await one_session(
+            socket,
+            url=self.ws_url,
+            url_key="venue.ws_url",
+            subscribe=self._subscribe,
+            serve=self._serve,
+            on_failed=self._failed,
+        )
         self.stats.disconnects += 1
         self.last_error = reason
         self._set_state("lost", reason)
         raise StreamLost(f"connection lost: {reason}")
+
+    async def _serve(self, ws: ClientConnection) -> str:
+        """A subscribed session: count it, resync alongside, hand frames over until it ends."""
+        self.backoff.reset()
+        self.stats.connects += 1
+        if self.stats.connects > 1:
+            self.stats.reconnects += 1
+        self._set_state("connected", f"{len(self.pairs)} pairs, {len(self.coins)} coins")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._run_resync)
+            reason = await self._receive(ws)
+            tg.cancel_scope.cancel()
+        return reason
+
+    def _failed(self, why: str) -> None:
+        self.stats.failures += 1
+        self.last_error = why
+        self._set_state("failed", why)
 
     async def _subscribe(self, ws: ClientConnection) -> None:
         protocol = self.protocol
