@@ -128,6 +128,8 @@ class RestLine(msgspec.Struct, tag_field="source", tag="rest", gc=False):
     """The raw response text."""
     query: str | None = None
     """The query string without timestamp."""
+    request: str | None = None
+    """The JSON body sent, where it is kept (batchCreate; absent in older recordings)."""
     source: ClassVar[str] = "rest"
     frame: ClassVar[None] = None
     kind: ClassVar[None] = None
@@ -135,7 +137,7 @@ class RestLine(msgspec.Struct, tag_field="source", tag="rest", gc=False):
     def typed(self) -> RestRecord:
         """The line as a RestRecord."""
         ts = self.ts if type(self.ts) is int else int(self.ts)
-        return RestRecord(ts, self.path, self.query or "", self.body)
+        return RestRecord(ts, self.path, self.query or "", self.body, self.request)
 
 
 class MarketLine(msgspec.Struct, tag_field="source", tag="market", frozen=True, gc=False):
@@ -189,6 +191,8 @@ class RestRecord:
     path: str
     query: str
     body: str
+    request: str | None = None
+    """The JSON body sent (batchCreate lines of recordings that keep it), else None."""
 
 
 class BadLine(FrameworkError):

@@ -97,13 +97,29 @@ class RecordingWriter:
             frame = self._scrub_frame(frame)
         self._add(orjson.dumps({"ts": ts, "source": "ws", "frame": frame}, option=_NEWLINE))
 
-    def write_rest(self, ts: int, path: str, query: str, body: str | bytes) -> None:
-        """Record one REST answer received at ts: path, query without timestamp, raw body."""
+    def write_rest(
+        self,
+        ts: int,
+        path: str,
+        query: str,
+        body: str | bytes,
+        *,
+        request: str | bytes | None = None,
+    ) -> None:
+        """Record one REST answer received at ts: path, query without timestamp, raw body.
+
+        request: the JSON body sent, for the calls that keep it (batchCreate); a ``request``
+        key of the line.
+        """
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        sent = request.decode("utf-8", "replace") if isinstance(request, bytes) else request
         if self._redact:
             text = self._scrub(text)
             query = self._scrub(query)
+            sent = None if sent is None else self._scrub(sent)
         record = {"ts": ts, "source": "rest", "path": path, "query": query, "body": text}
+        if sent is not None:
+            record["request"] = sent
         self._add(orjson.dumps(record, option=_NEWLINE))
 
     def write_market(

@@ -81,8 +81,11 @@ class Recorder:
         except (OSError, ValueError) as exc:
             self._failed(exc)
 
-    def on_rest(self, path: str, query: str, body: bytes) -> None:
+    def on_rest(self, path: str, query: str, body: bytes, /, request: bytes | None = None) -> None:
         """RestClient observer: record one answer (path, query without timestamp, body).
+
+        ``request``: the JSON body a batchCreate sent (orders and the ``timestamp`` they left
+        at), written beside its answer so calibration sees what was asked and when.
 
         A newest-page match-list answer equal to the last one of its query (but for its
         ``sid``) is not written: it carries no information, and a replay reads the gap as
@@ -99,7 +102,7 @@ class Recorder:
                 return
             self._last_page[query] = key  # one entry per pair and page size
         try:
-            self.writer.write_rest(self._now_ms(), path, query, body)
+            self.writer.write_rest(self._now_ms(), path, query, body, request=request)
         except (OSError, ValueError) as exc:
             self._failed(exc)
 

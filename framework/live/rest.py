@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -59,8 +59,17 @@ __all__ = ["ResponseObserver", "RestClient"]
 
 log = logging.getLogger("framework.rest")
 
-ResponseObserver = Callable[[str, str, bytes], None]
-"""Called with (path, query without timestamp, raw body) for every answer read."""
+
+class ResponseObserver(Protocol):
+    """Called with (path, query without timestamp, raw body) for every answer read.
+
+    A batchCreate's also gets ``request``: the JSON body sent (its ``timestamp`` is when it
+    was signed and sent; the signature travels in headers, never in it), so a recording
+    holds the orders asked and the time they left, beside the answer.
+    """
+
+    def __call__(self, path: str, query: str, body: bytes, /, request: bytes | None = None) -> None:
+        """Note one answer read."""
 
 
 def _strip_timestamp(query: str) -> str:
@@ -190,7 +199,7 @@ class RestClient:
         else:
             status, body = await orders.read(exchange)
         if self.observer is not None:
-            self.observer(request.path, "", body)
+            self.observer(request.path, "", body, request=request.body)
         result: list[m.OrderResult] = parse_response(request.path, status, body, self._codec)
         return result
 

@@ -210,7 +210,9 @@ def watch_calls(node: Node) -> list[tuple[str, dict[str, list[str]]]]:
     """Start noting every REST answer the node reads: (path, query parameters)."""
     assert node.rest is not None
     seen: list[tuple[str, dict[str, list[str]]]] = []
-    node.rest.observer = lambda path, query, body: seen.append((path, parse_qs(query)))
+    node.rest.observer = lambda path, query, body, request=None: seen.append(
+        (path, parse_qs(query))
+    )
     return seen
 
 

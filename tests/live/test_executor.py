@@ -37,7 +37,7 @@ def accepted_ids(twin: VenueTwin) -> set[str]:
 async def test_45_intents_go_out_in_calls_of_20_20_5(eventually: Eventually) -> None:
     sizes: list[int] = []
 
-    def observe(path: str, _query: str, body: bytes) -> None:
+    def observe(path: str, _query: str, body: bytes, /, request: bytes | None = None) -> None:
         if path.endswith("batchCreate"):
             sizes.append(len(orjson.loads(body)["data"]))
 
@@ -239,7 +239,7 @@ async def test_a_query_the_venue_answers_404_leaves_the_order_as_known_and_cance
     paths = attrs.evolve(OrderManagementPaths(), query_order="/api/third/order/noSuchQuery")
     calls: list[str] = []
 
-    def observe(path: str, query: str, _body: bytes) -> None:
+    def observe(path: str, query: str, _body: bytes, /, request: bytes | None = None) -> None:
         if "ancel" in path:
             calls.append(f"{path.rsplit('/', 1)[-1]}?{query}")
 

@@ -166,7 +166,11 @@ async def test_live_hooks_record_what_the_twin_sends(
     assert '"orderId"' in answers[0].body
     raw = b"".join(RecordingReader(path).chunks())
     assert DEMO_API_KEY.encode() not in raw and DEMO_PRIVATE_KEY.encode() not in raw
-    assert b"timestamp" not in raw
+    assert b"timestamp=" not in raw  # queries are written without their timestamp
+    # The batchCreate line keeps the body sent: the orders and when they left.
+    sent = orjson.loads(answers[0].request or "null")
+    assert [o["clientOrderId"] for o in sent["orders"]] == ["rec1"]
+    assert int(sent["timestamp"]) <= answers[0].ts
 
 
 CONFIG = """\
