@@ -28,6 +28,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "record": ("framework.live.cli", "record_main", "record pushes and polls to JSONL"),
     "backtest": ("framework.backtest.cli", "backtest_main", "replay a recording (dry run)"),
     "sweep": ("framework.backtest.sweep_cli", "sweep_main", "many backtests over parameters"),
+    "calibrate": (
+        "framework.calibrate.cli",
+        "calibrate_main",
+        "fit latency and fill models to your own orders (--recording R)",
+    ),
     "bench": ("framework.bench", "main", "run the benchmark scripts and print figures"),
 }
 """Subcommand -> (module, function taking argv and returning the exit status, help)."""

@@ -1,0 +1,1 @@
+"""``perpframe calibrate``: latency and fill models fitted to the user's own orders and matches."""

@@ -1,0 +1,107 @@
+"""Issue 28's calibration test: a recording made against the twin with a known injected
+latency is read back by ``perpframe calibrate``, which recovers the latency within 10 %.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from framework import Book, OrderIntent, Strategy
+from framework.calibrate.cli import calibrate_main
+from framework.calibrate.fit import fit
+from framework.calibrate.observations import observe
+from framework.live.cli import record_main
+from framework.venue.models import MatchType
+
+LATENCY_S = 0.05
+
+CONFIG = f"""\
+venue:
+  embedded: true
+  twin:
+    seed: 5
+    prices: {{tick_interval: 0.05, max_step_ticks: 20}}
+    market: {{enabled: true}}
+    faults: {{latency: {LATENCY_S}}}
+pairs:
+  ETH-USD: {{}}
+polling: {{match_interval_s: 0.2}}
+market:
+  pairs:
+    ETH-USD: {{channels: [trade, depth], mark_interval_s: 0}}
+strategies:
+  - name: prober
+    class: tests.calibrate.test_calibrate_twin:Prober
+    params: {{pair: ETH-USD}}
+logging: {{level: WARNING}}
+"""
+
+
+class Prober(Strategy):
+    """Every 0.2 s: a small market order, and a GTC bid at the best bid (canceled after 1 s)."""
+
+    def on_start(self) -> None:
+        self.pair: str = self.params["pair"]
+        self.book: Book | None = None
+        self.sent: list[tuple[str, float]] = []
+        self.side = True
+        self.schedule("probe", 0.2)
+
+    def on_book(self, book: Book) -> None:
+        self.book = book
+
+    def on_timer(self, name: str) -> None:
+        now = self.now().timestamp()
+        for coid, at in list(self.sent):
+            if now - at > 1.0:
+                self.cancel(coid)
+                self.sent.remove((coid, at))
+        book = self.book
+        if book is None or book.best_bid is None:
+            return
+        self.side = not self.side
+        q = Decimal("0.01")
+        self.submit(
+            OrderIntent(pair=self.pair, is_long=self.side, quantity=q, match_type=MatchType.IOC)
+        )
+        coid = self.submit(
+            OrderIntent(
+                pair=self.pair,
+                is_long=True,
+                quantity=q,
+                price=book.best_bid,
+                match_type=MatchType.GTC,
+            )
+        )
+        self.sent.append((coid, now))
+
+
+def test_calibrate_recovers_the_twins_injected_latency(tmp_path: Path) -> None:
+    config = tmp_path / "probe.yaml"
+    config.write_text(CONFIG, encoding="utf-8")
+    recording = tmp_path / "probe.jsonl.gz"
+    assert record_main(["-c", str(config), "--out", str(recording), "--duration", "6"]) == 0
+
+    cal = fit(observe(recording))
+    assert cal.orders > 30
+    assert cal.ack is not None and cal.arrival is not None
+    injected = LATENCY_S * 1000
+    # The twin adds its latency before handling each call: send to answer and send to the
+    # match both carry it, plus the loopback's own fraction of a millisecond to a few.
+    assert abs(cal.ack.median.value - injected) <= 0.1 * injected, cal.ack
+    assert abs(cal.arrival.median.value - injected) <= 0.1 * injected, cal.arrival
+    assert cal.market > 10 and cal.slippage_bps is not None
+    assert cal.resting > 5 and cal.touch_probability is not None
+
+    out, report = tmp_path / "model.yaml", tmp_path / "calibrate.html"
+    argv = ["--recording", str(recording), "--out", str(out), "--report", str(report)]
+    assert calibrate_main(argv) == 0
+    model: dict[str, Any] = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert model["version"] == 1 and model["kind"] == "perpframe-fill-model"
+    median = model["latency"]["ack"]["median"]
+    assert median["low"] <= median["value"] <= median["high"] and median["n"] == len(cal.ack_values)
+    assert "plotly" in report.read_text(encoding="utf-8")
