@@ -1,0 +1,1 @@
+"""The shadow: live trading with a paper venue beside it, compared order by order."""
