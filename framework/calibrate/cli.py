@@ -19,8 +19,10 @@ import yaml
 from framework.backtest.cli import recording_problem
 from framework.calibrate.estimates import Estimate, LogNormal
 from framework.calibrate.fit import Bucket, Calibration, fit
+from framework.calibrate.journal_orders import journal_orders
 from framework.calibrate.observations import Observations, observe
 from framework.output_path import unwritable
+from framework.venue.errors import ConfigError
 
 __all__ = ["calibrate_main", "describe", "report_html"]
 
@@ -131,7 +133,7 @@ def report_html(cal: Calibration, title: str) -> str:
 
 
 def calibrate_main(argv: list[str]) -> int:
-    """``perpframe calibrate --recording R [--out FILE] [--report FILE]``; 0 when it fitted."""
+    """``perpframe calibrate --recording R [--journal J] [--out F] [--report F]``; 0: fitted."""
     from framework.cli import program
 
     parser = argparse.ArgumentParser(
@@ -139,6 +141,11 @@ def calibrate_main(argv: list[str]) -> int:
         description="Fit latency and fill models to your own orders and matches in a recording.",
     )
     parser.add_argument("--recording", required=True, metavar="PATH", help="a recording")
+    parser.add_argument(
+        "--journal",
+        metavar="PATH",
+        help="the node's journal: the orders it sent, for recordings that do not keep them",
+    )
     parser.add_argument(
         "--out", default="fill_model.yaml", metavar="FILE", help="model file (fill_model.yaml)"
     )
@@ -165,11 +172,17 @@ def calibrate_main(argv: list[str]) -> int:
         if why is not None:
             print(f"calibrate: {out}: {why}", file=sys.stderr)
             return _EXIT_FAILED
-    obs = observe(recording, max_orders=args.max_orders)
+    try:
+        known = list(journal_orders(args.journal)) if args.journal else []
+    except ConfigError as exc:
+        print(f"calibrate: {exc}", file=sys.stderr)
+        return _EXIT_FAILED
+    obs = observe(recording, max_orders=args.max_orders, journal=known)
     if not obs.orders:
         print(
             f"calibrate: recording {recording}: no order sent in it with its request kept"
-            " (recordings before this version do not keep them): nothing to fit",
+            " (recordings before this version do not keep them; --journal gives them):"
+            " nothing to fit",
             file=sys.stderr,
         )
         return _EXIT_FAILED

@@ -152,7 +152,8 @@ def fit(obs: Observations) -> Calibration:
     for seen in orders:
         if seen.order_id is None:
             continue
-        acks.setdefault(seen.sent_ms, float(seen.answered_ms - seen.sent_ms))
+        if seen.answer_known:
+            acks.setdefault(seen.sent_ms, float(seen.answered_ms - seen.sent_ms))
         first = seen.first_match
         if first is not None and first.is_taker:
             gap = (first.create_time_stamp or 0) - seen.sent_ms

@@ -93,6 +93,7 @@ class OrderSeen:
     order: OrderInput
     sent_ms: int
     answered_ms: int
+    """When the answer came; for an order known from the journal only, its creation."""
     order_id: int | None = None
     """The venue's id from the answer; None: not accepted (refused, or answer unreadable)."""
     top: Top | None = None
@@ -103,6 +104,8 @@ class OrderSeen:
     touches: list[int] = attrs.field(factory=list)
     """Venue times of trades printed at or through its price, received while it rested."""
     touches_cut: bool = False
+    answer_known: bool = True
+    """False for an order known from the journal only (no answer time)."""
 
     @property
     def filled(self) -> Decimal:
@@ -141,6 +144,7 @@ class _Reader:
         self.resting: dict[str, list[OrderSeen]] = {}
         self.tops: dict[str, deque[Top]] = {}
         self.match_ids: set[int] = set()
+        self.pending: deque[OrderSeen] = deque()
 
     def line(self, record: WsRecord | RestRecord | MarketLine) -> None:
         out = self.out
@@ -149,6 +153,8 @@ class _Reader:
         if out.first_ms is None:
             out.first_ms = ts
         out.last_ms = ts
+        if self.pending:
+            self._admit(ts)
         if isinstance(record, WsRecord):
             if record.frame.startswith('{"event"') or any(
                 e in record.frame for e in _MARKET_EVENTS
@@ -221,6 +227,41 @@ class _Reader:
         elif path in _CANCEL_PATHS:
             self._cancel(ts, path, record.query)
 
+    def add_known(self, order: OrderInput, order_id: int, created_ms: int) -> None:
+        """An order the journal says was sent (the recording may not say it)."""
+        if order.client_order_id in self.out.orders:
+            return
+        if len(self.out.orders) >= self.max_orders:
+            self.out.orders_over_limit += 1
+            return
+        seen = OrderSeen(
+            order.client_order_id,
+            order,
+            created_ms,
+            created_ms,
+            order_id=order_id,
+            answer_known=False,
+        )
+        self.pending.append(seen)
+
+    def _admit(self, ts: int) -> None:
+        """Journal orders created by ts join the followed ones (with the book before them)."""
+        pending = self.pending
+        while pending and pending[0].sent_ms <= ts:
+            seen = pending.popleft()
+            if seen.client_order_id in self.out.orders:
+                continue
+            seen.top = self.top_before(seen.order.pair_name, seen.sent_ms)
+            self._follow(seen)
+
+    def _follow(self, seen: OrderSeen) -> None:
+        order = seen.order
+        self.out.orders[order.client_order_id] = seen
+        if seen.order_id is not None:
+            self.by_order_id[seen.order_id] = seen
+            if order.price is not None and order.match_type in _RESTS:
+                self.resting.setdefault(order.pair_name, []).append(seen)
+
     def _batch(self, ts: int, record: RestRecord) -> None:
         if record.request is None:
             return  # an older recording: the orders sent are not in it
@@ -240,6 +281,10 @@ class _Reader:
             if len(self.out.orders) >= self.max_orders:
                 self.out.orders_over_limit += 1
                 continue
+            known = self.out.orders.get(order.client_order_id)
+            if known is not None:  # from the journal: the recording's figures are better
+                self._stop_resting(known)
+                self.by_order_id.pop(known.order_id or -1, None)
             seen = OrderSeen(
                 order.client_order_id,
                 order,
@@ -248,11 +293,7 @@ class _Reader:
                 order_id=ids.get(order.client_order_id),
                 top=self.top_before(order.pair_name, sent_ms),
             )
-            self.out.orders[order.client_order_id] = seen
-            if seen.order_id is not None:
-                self.by_order_id[seen.order_id] = seen
-                if order.price is not None and order.match_type in _RESTS:
-                    self.resting.setdefault(order.pair_name, []).append(seen)
+            self._follow(seen)
 
     def _matches(self, record: RestRecord) -> None:
         try:
@@ -313,9 +354,21 @@ _CANCEL_PATHS: Final = frozenset(
 )
 
 
-def observe(path: str | Path, *, max_orders: int = 1_000_000) -> Observations:
-    """Read a recording once and return what it shows of its own orders."""
+def observe(
+    path: str | Path,
+    *,
+    max_orders: int = 1_000_000,
+    journal: Iterable[tuple[OrderInput, int, int]] = (),
+) -> Observations:
+    """Read a recording once and return what it shows of its own orders.
+
+    journal: (order, orderId, created_ms) of orders a journal says were sent, oldest first
+    (:func:`framework.calibrate.journal_orders.journal_orders`); the recording's own
+    batchCreate lines take precedence for the orders they name.
+    """
     reader = _Reader(max_orders)
+    for order, order_id, created_ms in journal:
+        reader.add_known(order, order_id, created_ms)
     for record in RecordingReader(path).records():
         reader.line(record)
     return reader.out

@@ -4,15 +4,18 @@ latency is read back by ``perpframe calibrate``, which recovers the latency with
 
 from __future__ import annotations
 
+import gzip
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from framework import Book, OrderIntent, Strategy
 from framework.calibrate.cli import calibrate_main
 from framework.calibrate.fit import fit
+from framework.calibrate.journal_orders import journal_orders
 from framework.calibrate.observations import observe
 from framework.live.cli import record_main
 from framework.venue.models import MatchType
@@ -30,6 +33,7 @@ venue:
 pairs:
   ETH-USD: {{}}
 polling: {{match_interval_s: 0.2}}
+journal: {{path: JOURNAL}}
 market:
   pairs:
     ETH-USD: {{channels: [trade, depth], mark_interval_s: 0}}
@@ -82,7 +86,8 @@ class Prober(Strategy):
 
 def test_calibrate_recovers_the_twins_injected_latency(tmp_path: Path) -> None:
     config = tmp_path / "probe.yaml"
-    config.write_text(CONFIG, encoding="utf-8")
+    journal = tmp_path / "probe.sqlite"
+    config.write_text(CONFIG.replace("JOURNAL", str(journal)), encoding="utf-8")
     recording = tmp_path / "probe.jsonl.gz"
     assert record_main(["-c", str(config), "--out", str(recording), "--duration", "6"]) == 0
 
@@ -105,3 +110,19 @@ def test_calibrate_recovers_the_twins_injected_latency(tmp_path: Path) -> None:
     median = model["latency"]["ack"]["median"]
     assert median["low"] <= median["value"] <= median["high"] and median["n"] == len(cal.ack_values)
     assert "plotly" in report.read_text(encoding="utf-8")
+
+    # An older recording (no request kept) with the node's journal: the orders come from
+    # the journal, the answer times do not (no send-to-answer latency), the rest does.
+    old = tmp_path / "old.jsonl"
+    with gzip.open(recording, "rb") as src, old.open("wb") as dst:
+        for line in src:
+            record = orjson.loads(line)
+            record.pop("request", None)
+            dst.write(orjson.dumps(record) + b"\n")
+    assert (
+        calibrate_main(["--recording", str(old), "--out", str(out), "--report", str(report)]) == 2
+    )
+    again = fit(observe(old, journal=journal_orders(journal)))
+    assert again.orders == cal.orders and again.ack is None
+    assert again.arrival is not None
+    assert abs(again.arrival.median.value - injected) <= 0.1 * injected, again.arrival
