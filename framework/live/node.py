@@ -32,10 +32,11 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from framework.config import Config
 from framework.engine.clock import Clock
-from framework.engine.events import ConnectionChanged, Timer
+from framework.engine.events import ConnectionChanged, OrderUpdate, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderIntent
 from framework.engine.kernel import Kernel
+from framework.engine.risk import STALE_MARKET
 from framework.engine.strategy import Strategy
 from framework.live.embedded import VenueAccess
 from framework.live.executor import LiveExecutor
@@ -49,7 +50,7 @@ from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
 from framework.live.startup import FatalError
 from framework.live.stream import RestResync, StreamClient
-from framework.live.summary import SUMMARY_KEYS, run_summary
+from framework.live.summary import SUMMARY_KEYS, market_counters, run_summary
 from framework.live.trading import TradingState
 from framework.live.venue_jobs import OpenOrderCheck, PositionRefresh
 from framework.live.wallclock import WallClock
@@ -66,6 +67,7 @@ _T = TypeVar("_T")
 class _Tallies:
     pushes: int = 0
     matches: int = 0
+    stale_refusals: int = 0
 
 
 class Node:
@@ -94,6 +96,9 @@ class Node:
         self._stopper = Stop(self)
         self._interrupted = False  # a second signal came
         self.kernel.on_strategy_stopped(self._strategy_stopped)
+        self._market = bool(config.market.pairs or config.market.source)
+        if self._market:  # the summary counts the market orders refused as stale
+            self.bus.subscribe(OrderUpdate, self._on_order_update)
         self._trigger: tuple[str, float] | None = None  # what is being handled, since when
         self._began = time.monotonic()
         self.venue: VenueAccess | None = None
@@ -172,6 +177,9 @@ class Node:
             drain_skipped=self._stopper.forced,
             uptime_s=round(time.monotonic() - self._began, 3),
             reason=self.stop_reason,
+            market=market_counters(self.market_feed, stale_refusals=self.tallies.stale_refusals)
+            if self._market
+            else None,
         )
 
     # -------------------------------------------------------------------------------- run
@@ -298,6 +306,10 @@ class Node:
         assert self.engine is not None
         self.tallies.matches += 1
         self.timed("match", self.kernel.on_match, match)
+
+    def _on_order_update(self, update: OrderUpdate) -> None:
+        if update.code == STALE_MARKET:
+            self.tallies.stale_refusals += 1
 
     def on_stream_state(self, state: str, detail: str) -> None:
         """The stream's state: logged, a gauge, and ConnectionChanged on the bus."""
