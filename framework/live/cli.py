@@ -9,14 +9,16 @@ that cannot be built) on stderr.
 does (strategies included) with the recorder writing PATH (a ``backtest:`` section of the
 file is not read); the summary line is printed last; exit codes as ``live``'s.
 
-``live -c FILE [--duration S]`` runs the node until SIGINT, SIGTERM or the duration, then
+``live -c FILE [--duration S] [--paper]`` runs the node until SIGINT, SIGTERM or the duration, then
 prints one final line ``summary {json}`` on stdout and exits 0. Logs go to stderr. A
 configuration the node cannot run with exits 1 with a one-line reason, never a traceback;
 an unexpected crash exits 1 after logging its traceback. A second SIGINT or SIGTERM during
 the stop skips the waiting (a warning says what was skipped); the summary line still comes
 last and the exit code is 130. When every strategy has been stopped for failing (and
 ``node.exit_when_all_stopped`` is true) the node stops, says so in one line on stderr,
-prints the summary and exits 1.
+prints the summary and exits 1. ``--paper`` (for ``record`` too) runs it as if the file said
+``venue: {mode: paper}``: the market from the venue, the orders to the in-process paper
+venue (:mod:`framework.paper`), the journal, recording and summary marked paper.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,8 +140,9 @@ def live_main(argv: list[str]) -> int:
     parser.add_argument(
         "--duration", type=_positive, metavar="S", help="stop by itself after S seconds"
     )
+    _paper_flag(parser)
     args = parser.parse_args(argv)
-    config = _load(args.config)
+    config = _load(args.config, partial(load_config, paper=args.paper))
     if config is None:
         return EXIT_FAILED
     secrets = config.secrets()
@@ -149,6 +153,14 @@ def live_main(argv: list[str]) -> int:
 
     pin_malloc_thresholds()  # a daemon's RSS stays flat (see framework.live.allocator)
     return run_node(Node(config), args.duration, prog="live", secrets=secrets)
+
+
+def _paper_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--paper",
+        action="store_true",
+        help="paper trading: the live market, orders filled in-process (venue.mode: paper)",
+    )
 
 
 def run_node(
@@ -245,6 +257,7 @@ def record_main(argv: list[str]) -> int:
     )
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument("--append", action="store_true", help="add to an existing recording")
+    _paper_flag(parser)
     args = parser.parse_args(argv)
     if args.duration is not None and not args.duration > 0:
         parser.error("--duration: expected a positive number of seconds")
@@ -256,7 +269,8 @@ def record_main(argv: list[str]) -> int:
     if out.exists() and out.stat().st_size > 0 and not args.append:
         print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
         return EXIT_FAILED
-    config = _load(args.config, load_live_config)  # its backtest: section is not read
+    # its backtest: section is not read
+    config = _load(args.config, partial(load_live_config, paper=args.paper))
     if config is None:
         return EXIT_FAILED
     secrets = config.secrets()

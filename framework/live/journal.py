@@ -24,6 +24,10 @@ the engine's never-send-twice rule relies on; ``FULL`` also survives a power cut
 cost of a disk flush per commit. Several processes may share one journal: id blocks are
 reserved in a single atomic statement, and each process reloads only its own intents (the
 ``owner``, its client-id node name) at restart.
+
+A journal says what its run traded on (meta ``mode``: live, or paper for the in-process
+paper venue), so a paper run's intents can never be mistaken for real ones: a node refuses a
+journal of the other mode in one line.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from framework.live.journal_schema import (
     LOAD_LOST,
     LOAD_ONE,
     MARK,
+    MODES,
     MSG_AT,
     ORDER_ID_AT,
     PRUNE_SUMS,
@@ -66,6 +71,7 @@ from framework.live.journal_schema import (
     SUMS_ENDED,
     UPDATE,
     UPDATED_AT,
+    claim_mode,
     entry_of,
     upgrade_from_1,
     version_of,
@@ -128,6 +134,21 @@ def _prepare(conn: sqlite3.Connection, name: str, synchronous: str) -> None:
         )
 
 
+def _claim(conn: sqlite3.Connection, name: str, mode: str) -> None:
+    """Mark a new file with mode; refuse one of the other mode, or a used paper one."""
+    written, used = claim_mode(conn, mode)
+    if written != mode:
+        raise JournalError(
+            f"journal {name} is a {written} run's: a {mode} node does not resume it (paper"
+            " and real orders never share a journal); use another journal.path"
+        )
+    if mode == "paper" and used:
+        raise JournalError(
+            f"journal {name} holds an earlier paper run: the paper account it traded lived in"
+            " memory and is gone; use a new journal.path (or none)"
+        )
+
+
 class Journal:
     """SQLite journal of intents and cursors; open with :meth:`Journal.open`."""
 
@@ -145,15 +166,28 @@ class Journal:
         self._kept: dict[int, tuple[int, str, int, bytes] | None] = {}
         self._user_ids: set[str] = set()  # ids strategies chose: in the file at open, or added
         self._tag: str | None = None
+        self.mode = "live"
+        """What the run trades on: live, or paper (the file's meta ``mode``)."""
         self.commits = 0
         self.log_rows = 0  # log rows appended since the last fold
 
     @classmethod
     def open(
-        cls, path: str | Path, *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+        cls,
+        path: str | Path,
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        mode: Literal["live", "paper"] = "live",
     ) -> Journal:
-        """Open (creating if needed) the journal at path; ":memory:" gives a private one."""
+        """Open (creating if needed) the journal at path; ":memory:" gives a private one.
+
+        mode: what the run trades on. A new file is marked so (meta ``mode``); a file of the
+        other mode is refused (JournalError, one line), and so is a paper file an earlier run
+        used: its orders and cursors name a paper account that lived in memory and is gone.
+        """
         name = str(path)
+        if mode not in MODES:
+            raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous: expected NORMAL or FULL, got {synchronous!r}")
         try:
@@ -165,6 +199,7 @@ class Journal:
             raise JournalError(f"journal {name}: cannot be opened ({exc})") from None
         try:
             _prepare(conn, name, synchronous)
+            _claim(conn, name, mode)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalError(_damaged(name, str(exc))) from None
@@ -172,6 +207,7 @@ class Journal:
             conn.close()
             raise
         journal = cls(conn, name)
+        journal.mode = mode
         journal.compact()
         journal.prune_sums()
         # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of

@@ -17,7 +17,15 @@ from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry
 from framework.venue.models import MatchType, PositionType
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "entry_of", "upgrade_from_1", "version_of"]
+__all__ = [
+    "MODES",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "claim_mode",
+    "entry_of",
+    "upgrade_from_1",
+    "version_of",
+]
 
 log = logging.getLogger("framework.journal")
 
@@ -165,6 +173,27 @@ def entry_of(row: tuple[Any, ...]) -> JournalEntry:
         matched=None if matched is None else Decimal(matched),
         updated_ms=updated_ms,
     )
+
+
+MODES: Final = ("live", "paper")
+"""What a journal's run traded on: the venue (live) or the in-process paper venue (paper)."""
+_USED: Final = (
+    "SELECT EXISTS (SELECT 1 FROM intents) OR EXISTS (SELECT 1 FROM log)"
+    " OR EXISTS (SELECT 1 FROM match_cursors) OR EXISTS (SELECT 1 FROM log_ids)"
+    " OR EXISTS (SELECT 1 FROM meta WHERE key = 'id_seq')"
+)
+
+
+def claim_mode(conn: sqlite3.Connection, mode: str) -> tuple[str, bool]:
+    """The file's mode (meta ``mode``, written at its first open) and whether a run already
+    used it. A used file from before the mark existed is a live one."""
+    used = bool(conn.execute(_USED).fetchone()[0])
+    row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
+    if row is None:
+        first = "live" if used else mode
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('mode', ?)", (first,))
+        row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
+    return str(row[0]), used
 
 
 def version_of(conn: sqlite3.Connection) -> object:

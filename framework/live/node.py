@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -55,6 +55,10 @@ from framework.live.trading import TradingState
 from framework.live.venue_jobs import OpenOrderCheck, PositionRefresh
 from framework.live.wallclock import WallClock
 from framework.venue.models import MatchRecord
+
+if TYPE_CHECKING:
+    from framework.engine.venue import Venue
+    from framework.paper.venue import WallClockPaper
 
 __all__ = ["SUMMARY_KEYS", "FatalError", "Node"]
 
@@ -114,6 +118,12 @@ class Node:
         self.position_refresh: PositionRefresh | None = None
         self.resync: RestResync | None = None
         self.scheduler: AsyncIOScheduler | None = None
+        self.orders: Venue | None = None
+        """Where orders go: the REST client, or the paper venue in paper mode."""
+        self.paper: WallClockPaper | None = None
+        """The in-process paper venue (``venue.mode: paper``), else None."""
+        self.source_intake: Callable[[Any], None] = self.kernel.intake
+        """Where event sources feed (through the paper venue in paper mode)."""
 
     # ---------------------------------------------------------------------------- control
 
@@ -177,6 +187,7 @@ class Node:
             drain_skipped=self._stopper.forced,
             uptime_s=round(time.monotonic() - self._began, 3),
             reason=self.stop_reason,
+            paper=self.config.venue.is_paper,
             market=market_counters(self.market_feed, stale_refusals=self.tallies.stale_refusals)
             if self._market
             else None,

@@ -9,7 +9,8 @@ With a ``market:`` section (pairs or a source) the summary has ``market``
 (:func:`market_counters`): what the feed heard per channel, its gaps, the bad frames per kind
 (``unattributable`` among them: a frame naming no pair the stream could not attribute), the
 failed price polls, and the market orders refused as stale (9007). Without one it has no
-``market`` key, as before market data existed.
+``market`` key, as before market data existed. A paper run's summary says ``"mode":
+"paper"`` right after SUMMARY_KEYS.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def run_summary(
     uptime_s: float,
     reason: str,
     market: Mapping[str, Any] | None = None,
+    paper: bool = False,
 ) -> dict[str, Any]:
     """The summary of one run from its parts (see module)."""
     out: dict[str, Any] = {
@@ -64,6 +66,8 @@ def run_summary(
         "orders_unknown": counters.pop("orders_unknown", 0),
         "reconnects": stream.get("reconnects", 0),
     }
+    if paper:  # never to be mistaken for a real run's
+        out["mode"] = "paper"
     out.update(counters)
     out.update(
         polls=poller.get("polls", 0),
