@@ -23,7 +23,9 @@ from framework.live.node import Node
 from framework.live.node_start import PAPER_MARK_PATH
 from framework.live.startup import FatalError
 from framework.recording import RecordingReader, RestRecord, WsRecord
-from framework.venue.market import Book
+from framework.twin.server import VenueTwin
+from framework.twin.settings import PriceSettings, TwinSettings
+from framework.venue.market import Book, MarkPrice
 from framework.venue.models import MatchRecord
 from framework.venue.rules import settle_coin_of
 from tests.live.test_cli import live, summary_of
@@ -48,8 +50,16 @@ class Stepper(Strategy):
         self.pending: str | None = None
 
     def on_book(self, book: Book) -> None:
+        if book.best_ask is not None:
+            self.step()
+
+    def on_mark(self, mark: MarkPrice) -> None:
+        self.step()
+
+    def step(self) -> None:
+        """The next market order, unless one is out or all were sent."""
         done = len(self.ended)
-        if self.pending is None and done < len(STEPS) and book.best_ask is not None:
+        if self.pending is None and done < len(STEPS):
             buy, quantity = STEPS[done]
             intent = OrderIntent(pair=PAIR, is_long=buy, quantity=Decimal(quantity))
             self.pending = self.submit(intent)
@@ -226,3 +236,40 @@ async def test_live_paper_flag_runs_the_file_in_paper_mode(tmp_path: Path) -> No
     with sqlite3.connect(tmp_path / "journal.sqlite") as conn:
         (mode,) = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
     assert mode == "paper"
+
+
+async def test_paper_needs_no_key_with_polled_prices_only(tmp_path: Path) -> None:
+    settings = TwinSettings(prices=PriceSettings(tick_interval=0.05))
+    async with VenueTwin(settings, host="127.0.0.1", port=0) as twin:
+        text = f"""\
+venue:
+  base_url: "{twin.base_url}"
+  ws_url: "{twin.ws_url}"
+  mode: paper
+  paper: {{taker_fee: "0.0006", latency_ms: 20}}  # the venue's published taker fee
+pairs: {{{PAIR}: {{}}}}
+polling: {{match_interval_s: 0.1}}
+market:
+  pairs:
+    {PAIR}: {{channels: [], mark_interval_s: 0.1}}
+strategies:
+  - name: stepper
+    class: tests.live.test_paper:Stepper
+"""
+        node = Node(parse_config(text))
+        async with running(node) as summary:
+            strategy = node.strategies[0]
+            assert isinstance(strategy, Stepper)
+            await eventually(lambda: len(strategy.ended) == len(STEPS), timeout=20)
+            await eventually(lambda: len(strategy.matches) == 4 and node.positions() == {})
+        assert not list(twin.received_orders)
+    assert strategy.ended == [OrderStatus.FILLED] * len(STEPS)
+    assert summary["mode"] == "paper" and summary["market"]["events"]["mark"] >= 1
+    assert node.journal is not None and node.journal.mode == "paper"
+    net = sum((signed(m) for m in strategy.matches), Decimal(0))
+    assert net == 0 and summary["positions"] == {}
+    for match in strategy.matches:  # venue.paper's fee, on the fill's notional
+        assert match.trade_fee is not None and match.amount is not None
+        assert match.is_taker and match.trade_fee == (match.amount * Decimal("0.0006")).quantize(
+            match.trade_fee
+        )
