@@ -84,8 +84,10 @@ def _load(path: str, load: Callable[[str], Config] = load_config) -> Config | No
 
 def check_main(argv: list[str]) -> int:
     """Validate a config file; 0 when it can run, 1 with one problem per line otherwise."""
-    args = _parser(program("check"), "Validate a daemon configuration file.").parse_args(argv)
-    config = _load(args.config)
+    parser = _parser(program("check"), "Validate a daemon configuration file.")
+    _paper_flag(parser)
+    args = parser.parse_args(argv)
+    config = _load(args.config, partial(load_config, paper=args.paper))
     if config is None:
         return EXIT_FAILED
     problems = build_problems(config)
@@ -94,6 +96,8 @@ def check_main(argv: list[str]) -> int:
             print(line, file=sys.stderr)
         return EXIT_FAILED
     venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
+    if config.venue.is_paper:
+        venue = f"{venue} (paper: orders filled in-process, never sent)"
     strategies = ", ".join(f"{s.name} ({s.class_})" for s in config.strategies)
     ok = f"ok: {args.config}: venue {venue}; pairs {', '.join(config.pairs)}; "
     print(redact(ok + f"strategies {strategies}", config.secrets()))
@@ -119,6 +123,13 @@ def build_problems(config: Config) -> list[str]:
     )
     problems = []
     secrets = config.secrets()
+    if config.venue.is_paper:  # venue.paper is read as the node will (framework.paper)
+        from framework.paper.venue import paper_settings
+
+        try:
+            paper_settings(config.venue.paper)
+        except ConfigError as exc:
+            problems.append(redact(str(exc), secrets))
     for i, spec in enumerate(config.strategies):
         try:
             build_strategy(i, spec, context)  # as the kernel builds it

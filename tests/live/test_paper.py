@@ -18,6 +18,7 @@ import pytest
 from framework import OrderIntent, OrderStatus, Strategy
 from framework.config import Config, parse_config
 from framework.engine.events import OrderUpdate
+from framework.live.cli import check_main
 from framework.live.journal import Journal, JournalError
 from framework.live.node import Node
 from framework.live.node_start import PAPER_MARK_PATH
@@ -273,3 +274,19 @@ strategies:
         assert match.is_taker and match.trade_fee == (match.amount * Decimal("0.0006")).quantize(
             match.trade_fee
         )
+
+
+def test_check_reads_venue_paper_as_the_node_will(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "my.yaml"
+    path.write_text(config_text(tmp_path, mode="live"))
+    assert check_main(["-c", str(path), "--paper"]) == 0
+    assert "(paper: orders filled in-process, never sent)" in capsys.readouterr().out
+    path.write_text(
+        config_text(tmp_path).replace("mode: paper", "mode: paper\n  paper: {taker_fe: 1}")
+    )
+    assert check_main(["-c", str(path)]) == 1
+    assert capsys.readouterr().err.startswith(
+        "venue.paper.taker_fe: unknown key (did you mean 'taker_fee'?)"
+    )
