@@ -9,7 +9,8 @@ VM's disk), committing 3000 one-intent batches in a loop: SQLite checkpointed ev
 commits, each of those commits taking 3 to 11.5 ms against a p50 of 0.01 ms; in
 bench_tick_to_trade one was a 4.3 ms push -> batchCreate, the daemon's slowest but one. Run
 on this thread instead (PASSIVE, on a connection of its own: it never blocks a writer, and
-sqlite3 lets go of the GIL while it runs), the same 3000 commits took at most 0.16 ms.
+sqlite3 lets go of the GIL while it runs), the same 3000 commits took at most 0.16 to
+0.36 ms (three runs).
 
 The journal's connection keeps SQLite's own checkpoint as a backstop at
 :data:`BACKSTOP_PAGES`: the WAL restarts from its beginning only when a write starts with
@@ -72,11 +73,11 @@ class Checkpointer:
     def _run(self) -> None:
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA cache_size={CACHE_SIZE}")
         except sqlite3.Error as exc:
             log.warning("journal %s: no checkpoint thread (%s)", self.path, exc)
             return
         try:
+            conn.execute(f"PRAGMA cache_size={CACHE_SIZE}")
             while True:
                 self._due.wait()
                 self._due.clear()
