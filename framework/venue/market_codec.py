@@ -32,13 +32,14 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from operator import itemgetter
 from types import GenericAlias
-from typing import Any, Final, Union
+from typing import Annotated, Any, Final, Union
 
 import attrs
 import msgspec
 
 from framework.venue import codec
 from framework.venue.errors import BadResponse, DecodeError, ExtensionUnavailable
+from framework.venue.market_levels import Levels
 from framework.venue.market_records import (
     DEPTH,
     KLINE,
@@ -90,6 +91,11 @@ _PATH: Final = re.compile(r" - at `\$([^`]*)`")
 _KEY: Final = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)(?:\[\d+\])*$")
 _MISSING: Final = re.compile(r"missing required field `([^`]+)`")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MOST: Final = 1.7976931348623157e308
+_PRICE: Final = Annotated[float, msgspec.Meta(gt=0, le=_MOST)]
+"""A level's price as the float check takes it: a finite number above 0."""
+_QUANTITY: Final = Annotated[float, msgspec.Meta(ge=0, le=_MOST)]
+"""A level's quantity as the float check takes it: a finite number not below 0."""
 _MS: Final = timedelta(milliseconds=1)
 
 
@@ -104,9 +110,19 @@ _untyped: Final = msgspec.json.Decoder(float_hook=Decimal).decode
 _decode_event: Final = msgspec.json.Decoder(_Event).decode
 
 
-def _wrap(exc: msgspec.MsgspecError, record: str) -> DecodeError:
-    """A msgspec error as a DecodeError naming the record and the wire field of its path."""
+def _wrap(exc: msgspec.MsgspecError, record: str, *, at: str | None = None) -> DecodeError:
+    """A msgspec error as a DecodeError naming the record and the wire field of its path.
+
+    at: where the decoded value sits in its frame (``$.data.bids``), when it was decoded
+    apart from it: the error's path is told from there.
+    """
     reason = str(exc)
+    if at is not None:
+        here = reason.find(" - at `$")
+        if here < 0:
+            reason = f"{reason} - at `{at}`"
+        else:
+            reason = f"{reason[:here]} - at `{at}{reason[here + 8 :]}"
     missing = _MISSING.search(reason)
     path = _PATH.search(reason)
     key = _KEY.search(path.group(1)) if path else None
@@ -174,7 +190,8 @@ def _items(data: Any) -> Any:
 class MarketCodec:
     """Decoders of the market frames and answers for one set of field names and bounds."""
 
-    __slots__ = ("_decode", "_frames", "_union", "fields", "max_items", "max_levels")
+    __slots__ = ("_decode", "_exact", "_floats", "_frames", "_prefix", "_union", "fields",
+                 "max_items", "max_levels")  # fmt: skip
 
     def __init__(
         self,
@@ -217,16 +234,32 @@ class MarketCodec:
         ohlc = [(a, decimal, getattr(f, a)) for a in ("open", "high", "low", "close")]
         bar = shape("Bar", [*common, period, *ohlc, *amounts, ("count", int | None, f.count)])
         tag = {"tag_field": "event"}
-        self._frames: dict[type, str] = {
+        frames = {
             shape("T", [*common, ("data", one_or_many(trade), "data")], tag=TRADE, **tag): "Trade",
             shape("D", [*common, ("data", book, "data")], tag=DEPTH, **tag): "Book",
             shape(
                 "K", [*common, period, ("data", one_or_many(bar), "data")], tag=KLINE, **tag
             ): "Bar",
         }
-        union: Any = Union[tuple(self._frames)]  # noqa: UP007 - a union built at run time
-        self._decode = msgspec.json.Decoder(union, strict=False, float_hook=Decimal).decode
-        self._union = union
+        # Frames as text keep a book's sides raw, checked and made lazily (market_levels).
+        book_fields: list[Any] = [(a, t, msgspec.field(default=None, name=w)) for a, t, w in common]
+        for a, w in (("bids", f.bids), ("asks", f.asks)):
+            book_fields.append((a, msgspec.Raw, msgspec.field(default=msgspec.Raw(), name=w)))
+        book_raw = msgspec.defstruct("Book", book_fields, frozen=True, gc=False)
+        depth_raw = shape("D", [*common, ("data", book_raw, "data")], tag=DEPTH, **tag)
+        self._frames: dict[type, str] = {**frames, depth_raw: "Book"}
+        self._union: Any = Union[tuple(frames)]  # noqa: UP007 - a union built at run time
+        text: Any = Union[(*(t for t, r in frames.items() if r != "Book"), depth_raw)]
+        self._decode = msgspec.json.Decoder(text, strict=False, float_hook=Decimal).decode
+        self._exact = msgspec.json.Decoder(levels, strict=False).decode
+        checked = msgspec.defstruct(
+            "FloatLevel",
+            [("price", _PRICE, msgspec.field(name=f.price)),
+             ("quantity", _QUANTITY, msgspec.field(name=f.quantity))],
+            frozen=True, gc=False, order=True,
+        )  # fmt: skip
+        self._floats = msgspec.json.Decoder(list[checked], strict=False).decode  # type: ignore[valid-type]
+        self._prefix = f'[{{"{f.price}":"'.encode()
 
     def frame(
         self, data: bytes | str | dict[str, Any], *, pair: str | None = None
@@ -329,13 +362,51 @@ class MarketCodec:
     def _book(self, w: Any, pair: str | None, frame: Any, at: str) -> Book:
         """A book from its wire data; the frame's time when the data carries none."""
         f = self.fields
+        bids, asks = w.bids, w.asks
+        if type(bids) is msgspec.Raw:  # from text: checked now, made on first use
+            bids = self._levels(bids, f.bids, at, best_high=True)
+            asks = self._levels(asks, f.asks, at, best_high=False)
+        else:
+            bids = self._side(bids, f.bids, at, best_high=True)
+            asks = self._side(asks, f.asks, at, best_high=False)
         return Book(
             pair=self._pair(w.pair, pair, "Book", at),
-            bids=self._side(w.bids, f.bids, at, best_high=True),
-            asks=self._side(w.asks, f.asks, at, best_high=False),
+            bids=bids,
+            asks=asks,
             time=self._time("Book", at, (f.timestamp, w.timestamp), (f.time, w.time))
             or self._time("frame", "$", (f.timestamp, frame.timestamp), (f.time, frame.time)),
         )
+
+    def _levels(
+        self, raw: msgspec.Raw, key: str, at: str, *, best_high: bool
+    ) -> Levels | tuple[tuple[Decimal, Decimal], ...]:
+        """One side as raw text: Levels when its levels pass the float check, else made now.
+
+        The float check (an object of a price above 0 and a quantity not below 0, each a
+        finite number or numeric string) refuses what the exact decoder may take (arrays,
+        ``1_000``...): that is made now, as it comes, and refused with its located error if
+        it is bad. A side with a minus sign or an escape is made now as well: a float reads
+        ``-1e-400`` as -0.0, not below 0, where its decimal is.
+        """
+        data = bytes(raw)
+        if not data or data == b"null":
+            return ()
+        try:
+            floats = self._floats(data)
+        except msgspec.MsgspecError:
+            floats = None
+        if floats is not None and data.find(45) < 0 and data.find(92) < 0:  # "-", "\\"
+            return Levels(data, floats, best_high, self._prefix, self._make)
+        try:
+            levels = self._exact(data)
+        except msgspec.MsgspecError as exc:
+            raise _wrap(exc, "Book", at=f"{at}.{key}") from None
+        return self._side(levels, key, at, best_high=best_high)
+
+    def _make(self, data: bytes, best_high: bool) -> tuple[tuple[Decimal, Decimal], ...]:
+        """The levels of a side _levels checked (so it decodes and passes _side)."""
+        key = self.fields.bids if best_high else self.fields.asks
+        return self._side(self._exact(data), key, "$.data", best_high=best_high)
 
     def _side(
         self, levels: list[Any] | None, key: str, at: str, *, best_high: bool

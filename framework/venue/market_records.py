@@ -9,10 +9,13 @@ feed and the replay needs the decoders.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Final
 
 import msgspec
+
+from framework.venue.market_levels import Levels
 
 __all__ = [
     "DEPTH",
@@ -50,29 +53,41 @@ class Trade(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class Book(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """A snapshot of a pair's order book: (price, quantity) levels, best first."""
+    """A snapshot of a pair's order book: (price, quantity) levels, best first.
+
+    bids and asks are tuples, or, in a book the codec decoded, :class:`Levels` that behave
+    as those tuples and make their Decimals on first use.
+    """
 
     pair: str
-    bids: tuple[tuple[Decimal, Decimal], ...]
-    asks: tuple[tuple[Decimal, Decimal], ...]
+    bids: Sequence[tuple[Decimal, Decimal]]
+    asks: Sequence[tuple[Decimal, Decimal]]
     time: int | None = None
 
     @property
     def best_bid(self) -> Decimal | None:
         """The highest bid price, None when there is no bid."""
-        return self.bids[0][0] if self.bids else None
+        bids = self.bids
+        if isinstance(bids, Levels):
+            return bids.best()
+        return bids[0][0] if bids else None
 
     @property
     def best_ask(self) -> Decimal | None:
         """The lowest ask price, None when there is no ask."""
-        return self.asks[0][0] if self.asks else None
+        asks = self.asks
+        if isinstance(asks, Levels):
+            return asks.best()
+        return asks[0][0] if asks else None
 
     @property
     def mid(self) -> Decimal | None:
         """The mean of the best bid and ask, None unless both sides have a level."""
-        if not (self.bids and self.asks):
+        bid = self.best_bid
+        if bid is None:
             return None
-        return (self.bids[0][0] + self.asks[0][0]) / 2
+        ask = self.best_ask
+        return None if ask is None else (bid + ask) / 2
 
 
 class Bar(msgspec.Struct, frozen=True, kw_only=True, gc=False):
