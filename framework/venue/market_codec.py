@@ -289,6 +289,8 @@ class MarketCodec:
             period = getattr(wire, "period", None)
             if type(items) is not list:
                 return (make(items, pair, period, "$.data"),)
+            if len(items) == 1:  # the usual frame
+                return (make(items[0], pair, period, "$.data[0]"),)
             if len(items) > self.max_items:
                 reason = f"{len(items)} records in one frame, at most {self.max_items} (max_items)"
                 raise DecodeError(record, "data", reason)
@@ -323,17 +325,22 @@ class MarketCodec:
             _may(getattr(w, attr), record, getattr(self.fields, attr), at)
 
     def _trade(self, w: Any, pair: str | None, _: str | None, at: str) -> Trade:
-        f, price, quantity, amount = self.fields, w.price, w.quantity, w.amount
+        price, quantity, amount = w.price, w.quantity, w.amount
         if not _fine(price, quantity) or (amount is not None and not _fine(price, amount)):
-            _need(quantity, "Trade", f.quantity, at)
+            _need(quantity, "Trade", self.fields.quantity, at)
             self._check("Trade", w, at, "price", "amount")
+        time = w.timestamp
+        if type(time) is not int or time < 10**11:  # not ms: read as the module says
+            f = self.fields
+            time = self._time("Trade", at, (f.timestamp, time), (f.time, w.time))
+        own, id_ = w.pair, w.id
         return Trade(
-            pair=self._pair(w.pair, pair, "Trade", at),
+            pair=own or pair or self._pair(own, pair, "Trade", at),
             price=price,
             quantity=quantity,
             is_long=w.is_long,
-            time=self._time("Trade", at, (f.timestamp, w.timestamp), (f.time, w.time)),
-            id=None if w.id is None else str(w.id),
+            time=time,
+            id=None if id_ is None else id_ if type(id_) is str else str(id_),
             amount=amount,
         )
 
