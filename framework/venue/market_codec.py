@@ -376,12 +376,17 @@ class MarketCodec:
         else:
             bids = self._side(bids, f.bids, at, best_high=True)
             asks = self._side(asks, f.asks, at, best_high=False)
+        time = w.timestamp
+        if type(time) is not int or time < 10**11:  # not ms: read as the module says
+            time = self._time("Book", at, (f.timestamp, time), (f.time, w.time)) or self._time(
+                "frame", "$", (f.timestamp, frame.timestamp), (f.time, frame.time)
+            )
+        own = w.pair
         return Book(
-            pair=self._pair(w.pair, pair, "Book", at),
+            pair=own or pair or self._pair(own, pair, "Book", at),
             bids=bids,
             asks=asks,
-            time=self._time("Book", at, (f.timestamp, w.timestamp), (f.time, w.time))
-            or self._time("frame", "$", (f.timestamp, frame.timestamp), (f.time, frame.time)),
+            time=time,
         )
 
     def _levels(

@@ -83,10 +83,11 @@ class Book(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     @property
     def mid(self) -> Decimal | None:
         """The mean of the best bid and ask, None unless both sides have a level."""
-        bid = self.best_bid
+        bids, asks = self.bids, self.asks
+        bid = bids.best() if isinstance(bids, Levels) else bids[0][0] if bids else None
         if bid is None:
             return None
-        ask = self.best_ask
+        ask = asks.best() if isinstance(asks, Levels) else asks[0][0] if asks else None
         return None if ask is None else (bid + ask) / 2
 
 
