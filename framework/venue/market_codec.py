@@ -16,6 +16,9 @@ The shapes are only partly published, so this module assumes as little as it can
   ``contractPairId``, so the subscription's pair is passed in).
 * Book levels are ``{price, quantity}`` objects or ``[price, quantity, ...]`` arrays, sorted
   best first, quantity 0 left out; a side beyond ``max_levels`` (1000) keeps its best levels.
+  A frame's text is checked level by level when it is decoded, and its Decimal levels are
+  made on first use (:mod:`framework.venue.market_levels`: a replay's books are mostly
+  never walked); a parsed object's levels are made at once.
 * ``data`` of api_trade and api_kline is one object or an array; more than ``max_items``
   (1000) is refused, as dropping trades would misstate the last price and the volume.
   A REST list may also sit under ``list``/``records``/...

@@ -61,6 +61,7 @@ class Levels(msgspec.Struct, gc=False):
         made = self.made
         if made is None:
             made = self.made = self.make(self.raw, self.best_high)
+            self.raw, self.floats, self.prefix = b"", [], b""  # made: what it was made of goes
         return made
 
     def best(self) -> Decimal | None:

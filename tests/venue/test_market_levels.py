@@ -52,6 +52,7 @@ def test_a_book_from_text_keeps_its_levels_unmade_until_read() -> None:
     assert book.best_bid == Decimal(99) and book.bids.made is None  # the best needs none
     assert book.bids[1] == (Decimal(98), Decimal(1))
     assert book.bids.made == ((Decimal(99), Decimal(2)), (Decimal(98), Decimal(1)))
+    assert book.bids.raw == b"" and book.best_bid == Decimal(99)  # its text let go once made
 
 
 def test_unmade_levels_read_compare_and_print_as_the_tuples() -> None:
