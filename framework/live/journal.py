@@ -21,9 +21,11 @@ commits the buffered writes and the delivered id in one transaction.
 
 Durability: ``synchronous=NORMAL`` (the default) survives a killed process, which is what
 the engine's never-send-twice rule relies on; ``FULL`` also survives a power cut, at the
-cost of a disk flush per commit. Several processes may share one journal: id blocks are
-reserved in a single atomic statement, and each process reloads only its own intents (the
-``owner``, its client-id node name) at restart.
+cost of a disk flush per commit. The flushes of WAL checkpoints are made on a thread of
+their own (:mod:`framework.live.journal_checkpoint`), not inside a commit on the loop.
+Several processes may share one journal: id blocks are reserved in a single atomic
+statement, and each process reloads only its own intents (the ``owner``, its client-id node
+name) at restart.
 
 A journal says what its run traded on (meta ``mode``: live, or paper for the in-process
 paper venue), so a paper run's intents can never be mistaken for real ones: a node refuses a
@@ -46,6 +48,7 @@ from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry, KeptAs, StatusRow
 from framework.engine.reconcile import DONE_MEMORY
+from framework.live.journal_checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, Checkpointer
 from framework.live.journal_schema import (
     CODE_AT,
     DONE_CUTOFF,
@@ -71,8 +74,8 @@ from framework.live.journal_schema import (
     SUMS_ENDED,
     UPDATE,
     UPDATED_AT,
-    claim_mode,
     entry_of,
+    mode_problem,
     upgrade_from_1,
     version_of,
 )
@@ -134,21 +137,6 @@ def _prepare(conn: sqlite3.Connection, name: str, synchronous: str) -> None:
         )
 
 
-def _claim(conn: sqlite3.Connection, name: str, mode: str) -> None:
-    """Mark a new file with mode; refuse one of the other mode, or a used paper one."""
-    written, used = claim_mode(conn, mode)
-    if written != mode:
-        raise JournalError(
-            f"journal {name} is a {written} run's: a {mode} node does not resume it (paper"
-            " and real orders never share a journal); use another journal.path"
-        )
-    if mode == "paper" and used:
-        raise JournalError(
-            f"journal {name} holds an earlier paper run: the paper account it traded lived in"
-            " memory and is gone; use a new journal.path (or none)"
-        )
-
-
 class Journal:
     """SQLite journal of intents and cursors; open with :meth:`Journal.open`."""
 
@@ -170,6 +158,7 @@ class Journal:
         """What the run trades on: live, or paper (the file's meta ``mode``)."""
         self.commits = 0
         self.log_rows = 0  # log rows appended since the last fold
+        self.checkpointer: Checkpointer | None = None  # a file in WAL mode: off the loop
 
     @classmethod
     def open(
@@ -199,7 +188,9 @@ class Journal:
             raise JournalError(f"journal {name}: cannot be opened ({exc})") from None
         try:
             _prepare(conn, name, synchronous)
-            _claim(conn, name, mode)
+            problem = mode_problem(conn, name, mode)
+            if problem is not None:
+                raise JournalError(problem)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalError(_damaged(name, str(exc))) from None
@@ -210,6 +201,9 @@ class Journal:
         journal.mode = mode
         journal.compact()
         journal.prune_sums()
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+            journal.checkpointer = Checkpointer(name)
         # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of
         # every process sharing the file, as of now, plus every one this process adds.
         journal._user_ids.update(
@@ -227,6 +221,8 @@ class Journal:
         try:
             self.compact()
         finally:
+            if self.checkpointer is not None:
+                self.checkpointer.stop()
             self._conn.close()
             self._conn = None  # type: ignore[assignment]
 
@@ -344,7 +340,12 @@ class Journal:
         if self._kept or self._matched:
             self._transaction(())
         elif self._log_row():  # one statement in autocommit mode is one transaction
-            self.commits += 1
+            self._committed()
+
+    def _committed(self) -> None:
+        self.commits += 1
+        if self.checkpointer is not None and self.commits % CHECKPOINT_EVERY == 0:
+            self.checkpointer.request()
 
     def _log_row(self) -> bool:
         """Write the buffered intent changes as one log row (no transaction of its own)."""
@@ -391,7 +392,7 @@ class Journal:
             raise
         self._kept.clear()
         self._matched.clear()
-        self.commits += 1
+        self._committed()
 
     def compact(self, limit: int | None = None) -> int:
         """Fold the log (of every process sharing the file) into the intents table.

@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "claim_mode",
     "entry_of",
+    "mode_problem",
     "upgrade_from_1",
     "version_of",
 ]
@@ -194,6 +195,23 @@ def claim_mode(conn: sqlite3.Connection, mode: str) -> tuple[str, bool]:
         conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('mode', ?)", (first,))
         row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
     return str(row[0]), used
+
+
+def mode_problem(conn: sqlite3.Connection, name: str, mode: str) -> str | None:
+    """Mark a new file with mode; why a file cannot be opened in mode (of the other mode, or
+    a paper one an earlier run used), else None."""
+    written, used = claim_mode(conn, mode)
+    if written != mode:
+        return (
+            f"journal {name} is a {written} run's: a {mode} node does not resume it (paper"
+            " and real orders never share a journal); use another journal.path"
+        )
+    if mode == "paper" and used:
+        return (
+            f"journal {name} holds an earlier paper run: the paper account it traded lived in"
+            " memory and is gone; use a new journal.path (or none)"
+        )
+    return None
 
 
 def version_of(conn: sqlite3.Connection) -> object:
