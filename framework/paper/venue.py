@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import anyio
@@ -147,7 +147,7 @@ class WallClockPaper:
 
     # ---- Venue: orders
 
-    def send_batch(self, orders: Sequence[OrderInput]) -> Any:
+    def send_batch(self, orders: Sequence[OrderInput]) -> Awaitable[list[OrderResult]]:
         """The batch, placed when it reaches the paper account (latency_ms from now)."""
         return self._create(list(orders))
 
