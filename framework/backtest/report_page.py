@@ -4,8 +4,9 @@ The page holds plotly.js inline once (no CDN, no network: it opens from a file a
 Top to bottom: the settings the run used (fill rule, fees, slippage, latency, where prices
 came from), the results (PnL by its labelled parts, :mod:`framework.pnl`: net = realized −
 fees + unrealized), the charts (:mod:`framework.backtest.report_charts`, all on one time
-range: equity and drawdown, gross PnL against fees, positions, each pair's price with its
-fills, resting orders, cancels and refusals), PnL per strategy, round trips
+range: equity and drawdown, gross PnL against fees, positions, each pair's price (the
+market's trades, mid and mark when the recording has them) with its fills, resting orders,
+cancels and refusals), PnL per strategy, round trips
 (:mod:`framework.backtest.round_trips`: statistics per strategy and each trip), the orders,
 the fills (with client order ids) and report.json itself. report.json stays the
 deterministic contract; this page is for reading.
