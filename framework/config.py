@@ -8,6 +8,12 @@ each ``class: module:Class`` is imported and, when the class declares ``Params``
 class or a dataclass), its ``params`` are structured into it. Every problem is one line
 ``path: problem (line N)``, all reported at once in a :class:`ConfigProblems`.
 
+``venue.mode: paper`` (or ``perpframe live --paper``: ``paper=True`` when reading) trades on
+the in-process paper venue (:mod:`framework.paper`) while the market comes from the venue:
+``venue.api_key``/``api_secret`` are then optional (together, and needed only for market
+channels: the venue signs WebSocket subscribes), ``journal.path`` too, and ``venue.paper``
+holds the paper venue's settings.
+
 A backtest reads the same file with ``venue_used=False`` (after blanking the ``venue:``
 section, see :func:`framework.backtest.runner.load_backtest_config`): no venue credentials and
 no ``journal.path`` are required then.
@@ -35,11 +41,9 @@ import yaml
 
 from framework.engine.execution import ExecutionSettings
 from framework.market_config import MarketConfig, check_market
-from framework.twin.settings import TwinSettings
 from framework.venue.errors import ConfigError
-from framework.venue.requests import OrderManagementPaths
 from framework.venue.rules import PairRules, settle_coin_of
-from framework.venue.signing import make_signer
+from framework.venue_config import VenueConfig, check_paper, check_venue
 from framework.yaml_attrs import (
     SECRET_KEYS,
     ConfigProblems,
@@ -84,31 +88,12 @@ __all__ = [
 T = TypeVar("T")
 
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-LANGUAGES: Final = ("zh-CN", "en-US")
 _NODE_NAME = re.compile(r"[A-Za-z0-9]{1,10}")
 _PAIR_NAME = re.compile(r"[A-Za-z0-9]+-[A-Za-z0-9]+")
 _CLASS_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 # ---------------------------------------------------------------------------------- records
-
-
-@attrs.frozen(slots=True, kw_only=True)
-class VenueConfig:
-    """Where and as whom to trade; ``embedded: true`` starts the venue twin in-process."""
-
-    base_url: str | None = None
-    ws_url: str | None = None
-    api_key: str | None = None
-    api_secret: Secret | None = attrs.field(default=None, repr=False)
-    sign_type: int = 2
-    language: str | None = None
-    embedded: bool = False
-    timeout_s: float = 10.0
-    twin: TwinSettings | None = None
-    """Settings of the embedded twin (prices, faults, seed...); its pairs are ``pairs:``."""
-    order_paths: OrderManagementPaths = attrs.Factory(OrderManagementPaths)
-    """Paths of the order-management extension (cancels, open orders; the SDK's by default)."""
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -281,64 +266,6 @@ def structure_params(cls: type[T], params: Mapping[str, Any]) -> T:
 # ------------------------------------------------------------------------------ validation
 
 
-def _check_venue(venue: VenueConfig, out: Problems) -> None:
-    credentials = ("base_url", "ws_url", "api_key", "api_secret")
-    for key in credentials:
-        value = getattr(venue, key)
-        path: KeyPath = ("venue", key)
-        if venue.embedded:
-            out.require(
-                value is None,
-                path,
-                "must not be set with venue.embedded: true (the twin supplies it)",
-                key=True,
-            )
-        elif value is None or (isinstance(value, str) and not value.strip()):
-            out.add(path, "required unless venue.embedded is true")
-    if venue.twin is not None:
-        out.require(
-            venue.embedded, ("venue", "twin"), "only used with venue.embedded: true", key=True
-        )
-        for key in ("host", "port", "pairs"):
-            path = ("venue", "twin", key)
-            out.require(
-                path not in out.lines.keys,
-                path,
-                "set by the node (the twin listens on "
-                "127.0.0.1 on a free port and trades the pairs of `pairs:`)",
-                key=True,
-            )
-    out.require(
-        not venue.base_url or venue.base_url.startswith(("http://", "https://")),
-        ("venue", "base_url"),
-        "must start with http:// or https://",
-    )
-    out.require(
-        not venue.ws_url or venue.ws_url.startswith(("ws://", "wss://")),
-        ("venue", "ws_url"),
-        "must start with ws:// or wss://",
-    )
-    out.require(
-        venue.language is None or venue.language in LANGUAGES,
-        ("venue", "language"),
-        f"expected one of {', '.join(LANGUAGES)}, got {shown(venue.language)}",
-    )
-    out.require(venue.timeout_s > 0, ("venue", "timeout_s"), "must be > 0")
-    if venue.sign_type not in (1, 2, 3):
-        out.add(
-            ("venue", "sign_type"),
-            f"expected 1 (HMAC), 2 (secp256k1) or 3 (Ed25519), got {venue.sign_type}",
-        )
-    elif venue.api_secret is not None and venue.api_secret.reveal():
-        secret = venue.api_secret.reveal()
-        try:
-            make_signer(venue.sign_type, secret)
-        except (TypeError, ValueError) as exc:
-            # The signers' messages never contain the key; scrub anyway, it costs nothing.
-            text = str(exc).replace(secret, "***")
-            out.add(("venue", "api_secret"), f"not a key for sign_type {venue.sign_type}: {text}")
-
-
 def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
     out.require(
         _NODE_NAME.fullmatch(config.node.name) is not None,
@@ -346,7 +273,8 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
         "expected 1 to 10 letters or digits (it prefixes client order ids)",
     )
     if venue_used:
-        _check_venue(config.venue, out)
+        check_venue(config.venue, out)
+        check_paper(config.venue, config.market, out)
     out.require(bool(config.pairs), ("pairs",), "at least one pair is required (e.g. ETH-USD: {})")
     for pair in config.pairs:
         out.require(
@@ -404,7 +332,10 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
     )
     out.require(0 <= config.metrics.port <= 65535, ("metrics", "port"), "must be in 0..65535")
     out.require(
-        config.journal.path is not None or config.venue.embedded or not venue_used,
+        config.journal.path is not None
+        or config.venue.embedded
+        or config.venue.is_paper
+        or not venue_used,
         ("journal", "path"),
         "required with a real venue (intents and match cursors must survive restarts)",
     )
@@ -475,18 +406,31 @@ def parse_config(
     env: Mapping[str, str] | None = None,
     resolve_strategies: bool = True,
     venue_used: bool = True,
+    paper: bool = False,
 ) -> Config:
     """Read a YAML text into a Config, or raise ConfigProblems listing every problem.
 
     venue_used=False (a backtest): venue credentials and journal.path are not required.
+    paper=True (``--paper``): as if the file said ``venue: {mode: paper}``.
     """
     data, lines = read_yaml(text, source=source, env=os.environ if env is None else env)
-    return _config(data, lines, resolve_strategies=resolve_strategies, venue_used=venue_used)
+    return _config(
+        data, lines, resolve_strategies=resolve_strategies, venue_used=venue_used, paper=paper
+    )
 
 
 def _config(
-    data: dict[str, Any], lines: LineMap, *, resolve_strategies: bool, venue_used: bool
+    data: dict[str, Any],
+    lines: LineMap,
+    *,
+    resolve_strategies: bool,
+    venue_used: bool,
+    paper: bool = False,
 ) -> Config:
+    if paper:
+        venue = data.setdefault("venue", {})
+        if isinstance(venue, dict):  # anything else is reported as the file has it
+            venue["mode"] = "paper"
     config = structure(data, Config, lines=lines, secret_keys=SECRET_KEYS)
     object.__setattr__(config, "secret_values", lines.secrets)  # frozen; not a YAML key
     out = Problems(lines)
@@ -529,20 +473,22 @@ def load_config(
     *,
     env: Mapping[str, str] | None = None,
     resolve_strategies: bool = True,
+    paper: bool = False,
 ) -> Config:
     """Read a YAML file into a Config, or raise ConfigProblems (a ConfigError).
 
     Unreadable, larger than 4 MiB or not UTF-8: one line naming the file and the problem.
+    paper=True (``--paper``): as if the file said ``venue: {mode: paper}``.
     """
     data, lines = read_yaml_file(path, env=os.environ if env is None else env)
-    return _config(data, lines, resolve_strategies=resolve_strategies, venue_used=True)
+    return _config(data, lines, resolve_strategies=resolve_strategies, venue_used=True, paper=paper)
 
 
-def load_live_config(path: str | Path) -> Config:
+def load_live_config(path: str | Path, *, paper: bool = False) -> Config:
     """A file that may hold a ``backtest:`` section, as the live node reads it (``run.py
     record``): that section is blanked first, neither read nor checked; ConfigError if bad."""
     try:
         text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
     except ConfigProblems as exc:
         raise ConfigError("\n".join(exc.problems)) from None
-    return parse_config(split_section(text)[0], source=str(path))
+    return parse_config(split_section(text)[0], source=str(path), paper=paper)

@@ -67,8 +67,8 @@ def test_unknown_key_is_reported_with_its_path_and_line() -> None:
     text = EMBEDDED.replace("  embedded: true\n", "  embedded: true\n  base_urll: x\n")
     assert problems_of(text) == [
         "venue.base_urll: unknown key (did you mean 'base_url'?); expected one of: api_key,"
-        " api_secret, base_url, embedded, language, order_paths, sign_type, timeout_s, twin,"
-        " ws_url (line 3)"
+        " api_secret, base_url, embedded, language, mode, order_paths, paper, sign_type,"
+        " timeout_s, twin, ws_url (line 3)"
     ]
 
 

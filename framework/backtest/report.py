@@ -1,7 +1,8 @@
 """The backtest report: report.json (results only, byte-identical across runs) and report.html.
 
-:class:`ReportCollector` listens on the bus (order updates, matches) and to the paper venue
-(fills, positions), samples equity on virtual time, and turns it all into plain data:
+:class:`ReportCollector` listens on the bus (order updates, matches, and the market's records,
+kept downsampled for the price charts by :mod:`framework.backtest.market_lines`) and to the
+paper venue (fills, positions), samples equity on virtual time, and turns it all into plain data:
 Decimals are written as plain strings, keys are sorted, nothing depends on the wall clock or
 on the machine, so the same recording, config and strategies give the same bytes. Timing
 figures are the caller's to print (stdout), never part of report.json.
@@ -26,6 +27,7 @@ from typing import Any, Final
 import attrs
 import orjson
 
+from framework.backtest.market_lines import MarketLines
 from framework.backtest.paper import PAPER_ID_BASE, Fill, PaperVenue
 from framework.backtest.replay import ReplayStats
 from framework.backtest.report_page import render_html
@@ -116,6 +118,8 @@ class ReportCollector:
         self.client_order_of: dict[int, str] = {}
         """For the page only: venue order id (paper ids) -> its client order id."""
         self._trips: list[RoundTrip] | None = None
+        self.market = MarketLines(bus, list(paper.exchange.markets), now_ms)
+        """For the page only: the market's price lines per pair (trades, mid, mark)."""
         bus.subscribe(OrderUpdate, self._on_order)
         bus.subscribe(MatchFilled, self._on_match)
         paper.on_fill = self._on_fill

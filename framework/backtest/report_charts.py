@@ -1,10 +1,11 @@
 """The plotly charts of report.html, all drawn over one time range (see :class:`Span`).
 
 Equity and drawdown per settlement coin; gross PnL against fees per coin; position per pair;
-each pair's price track with the paper fills, the cancels and refusals, and the resting limit
-orders (a line at the limit price from acceptance to its end). Each chart has zoom, pan and
-hover values. Every x axis is set to the same range, from the first recorded message to the
-last thing drawn, and every step line is drawn to its end, so the charts line up.
+each pair's price track (with market data: the market's trades, book mid and mark) with the
+paper fills, the cancels and refusals, and the resting limit orders (a line at the limit
+price from acceptance to its end). Each chart has zoom, pan and hover values. Every x axis
+is set to the same range, from the first recorded message to the last thing drawn, and
+every step line is drawn to its end, so the charts line up.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import attrs
 from framework.engine.clock import datetime_of_ms
 
 __all__ = [
+    "MARKET_LINES",
     "MAX_RESTING_LINES",
     "Span",
     "equity_figure",
@@ -30,6 +32,13 @@ __all__ = [
 
 MAX_RESTING_LINES: Final = 2000
 """Resting orders drawn per pair (the first ones)."""
+
+MARKET_LINES: Final = {
+    "trades": ("market trades", "#555", "solid"),
+    "mid": ("book mid", "#1f77b4", "solid"),
+    "mark": ("mark", "#8c564b", "dash"),
+}
+"""The market's lines of a price chart: kind -> (legend name, colour, dash)."""
 
 _MAX_PLOT_POINTS: Final = 5000
 _ZERO: Final = Decimal(0)
@@ -250,11 +259,16 @@ def price_figure(
     fills: Sequence[Any],
     orders: Iterable[Mapping[str, Any]],
     span: Span,
+    *,
+    market: Mapping[str, Sequence[tuple[int, Decimal]]] | None = None,
 ) -> Any:
-    """A pair's price track, its fills, its resting orders, cancels and refusals.
+    """A pair's price track, the market's prices, its fills, resting orders, cancels and
+    refusals.
 
     orders: the pair's orders as the page keeps them (``cid``, ``side``, ``price``,
     ``quantity``, ``status``, ``code``, ``msg``, ``accepted_ms``, ``end_ms``, ``end_price``).
+    market: the market's price lines by kind (``trades``, ``mid``, ``mark``; downsampled by
+    :mod:`framework.backtest.market_lines`), each drawn as a line named in MARKET_LINES.
     """
     import plotly.graph_objects as go
 
@@ -262,6 +276,17 @@ def price_figure(
     if track:
         x, y = _xy(_extend(track, span.end))
         fig.add_scatter(x=x, y=y, name="price", line_color="#555", line_shape="hv")
+    for kind, (name, color, dash) in MARKET_LINES.items():
+        points = (market or {}).get(kind)
+        if points:
+            x, y = _xy(_extend(points, span.end))
+            fig.add_scatter(
+                x=x,
+                y=y,
+                name=name,
+                line={"color": color, "width": 1, "dash": dash},
+                line_shape="hv",
+            )
     for is_long, color, symbol in ((True, _BUY, "triangle-up"), (False, _SELL, "triangle-down")):
         side = [f for f in fills if f.is_long is is_long]
         if not side:

@@ -4,8 +4,9 @@ The page holds plotly.js inline once (no CDN, no network: it opens from a file a
 Top to bottom: the settings the run used (fill rule, fees, slippage, latency, where prices
 came from), the results (PnL by its labelled parts, :mod:`framework.pnl`: net = realized −
 fees + unrealized), the charts (:mod:`framework.backtest.report_charts`, all on one time
-range: equity and drawdown, gross PnL against fees, positions, each pair's price with its
-fills, resting orders, cancels and refusals), PnL per strategy, round trips
+range: equity and drawdown, gross PnL against fees, positions, each pair's price (the
+market's trades, mid and mark when the recording has them) with its fills, resting orders,
+cancels and refusals), PnL per strategy, round trips
 (:mod:`framework.backtest.round_trips`: statistics per strategy and each trip), the orders,
 the fills (with client order ids) and report.json itself. report.json stays the
 deterministic contract; this page is for reading.
@@ -33,6 +34,7 @@ from framework.backtest.round_trips import UNATTRIBUTED, RoundTrip
 from framework.venue.codec import plain_decimal
 
 if TYPE_CHECKING:
+    from framework.backtest.market_lines import MarketLines
     from framework.backtest.paper import PaperVenue
 
 
@@ -42,6 +44,11 @@ class ReportCollector(Protocol):
     @property
     def paper(self) -> PaperVenue:
         """The paper venue of the run."""
+        ...
+
+    @property
+    def market(self) -> MarketLines:
+        """The market's price lines per pair (empty without market data)."""
         ...
 
     @property
@@ -104,8 +111,11 @@ def _pct(fraction: str) -> str:
     return plain_decimal((Decimal(fraction) * 100).normalize())
 
 
-def _settings_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """How the paper venue filled and charged (report.json's settings), in words."""
+def _settings_rows(results: Mapping[str, Any], market: bool = False) -> list[tuple[str, str]]:
+    """How the paper venue filled and charged (report.json's settings), in words.
+
+    market: the paper venue filled against the recording's market (its books and trades).
+    """
     settings = results.get("settings")
     if not settings:
         return [("Settings", "not recorded with these results")]
@@ -117,6 +127,16 @@ def _settings_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
     else:
         rule = "the last price at or before the order: no look-ahead (fill_price: last)"
     sources = settings["prices_csv"] or " then ".join(settings["price_sources"])
+    if market:
+        rule = (
+            "against the recording's market: market orders walk the recorded book, resting "
+            "orders fill at their limit when a recorded trade reaches it (before the first "
+            f"recorded book or trade: {rule})"
+        )
+        sources = (
+            "the recording's market: its marks, else the book's mid, else trades (before the "
+            f"first recorded book or trade: {sources})"
+        )
     own = (
         "replaced by the paper venue's (supersede)"
         if settings["own_activity"] == "supersede"
@@ -351,11 +371,14 @@ def _charts(results: Mapping[str, Any], collector: ReportCollector, span: Span) 
         charts.append(figure_html(position_figure(paper.positions, span), "positions"))
     points = paper.track.points
     for i, pair in enumerate(sorted(paper.positions)):
-        track = [(p.ts, p.price) for p in points if p.pair == pair]
+        market = collector.market.of(pair)
+        # With the market's prices, the recorded node's own fills are no price track: the
+        # paper venue filled against the market (README: Recording and backtesting).
+        track = [] if market else [(p.ts, p.price) for p in points if p.pair == pair]
         fills = [f for f in paper.fills if f.pair == pair]
         orders = [{**o, "cid": cid} for cid, o in collector.orders.items() if o["pair"] == pair]
-        if track or fills or orders:
-            figure = price_figure(pair, track, fills, orders, span)
+        if track or fills or orders or market:
+            figure = price_figure(pair, track, fills, orders, span, market=market)
             charts.append(figure_html(figure, f"price-{i}"))
     return charts
 
@@ -487,7 +510,7 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
             f"({period['duration_s']} s of recording), strategies: "
             f"{html.escape(', '.join(results['strategies']))}</p>",
             "<table id='settings'><tr><th>Setting</th><th>Value</th></tr>",
-            _rows(_settings_rows(results)),
+            _rows(_settings_rows(results, collector.paper.market_fills)),
             "</table>",
             "<table id='summary'><tr><th>Result</th><th>Value</th></tr>",
             _rows(_summary_rows(results)),

@@ -9,14 +9,16 @@ that cannot be built) on stderr.
 does (strategies included) with the recorder writing PATH (a ``backtest:`` section of the
 file is not read); the summary line is printed last; exit codes as ``live``'s.
 
-``live -c FILE [--duration S]`` runs the node until SIGINT, SIGTERM or the duration, then
+``live -c FILE [--duration S] [--paper]`` runs the node until SIGINT, SIGTERM or the duration, then
 prints one final line ``summary {json}`` on stdout and exits 0. Logs go to stderr. A
 configuration the node cannot run with exits 1 with a one-line reason, never a traceback;
 an unexpected crash exits 1 after logging its traceback. A second SIGINT or SIGTERM during
 the stop skips the waiting (a warning says what was skipped); the summary line still comes
 last and the exit code is 130. When every strategy has been stopped for failing (and
 ``node.exit_when_all_stopped`` is true) the node stops, says so in one line on stderr,
-prints the summary and exits 1.
+prints the summary and exits 1. ``--paper`` (for ``record`` too) runs it as if the file said
+``venue: {mode: paper}``: the market from the venue, the orders to the in-process paper
+venue (:mod:`framework.paper`), the journal, recording and summary marked paper.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +84,10 @@ def _load(path: str, load: Callable[[str], Config] = load_config) -> Config | No
 
 def check_main(argv: list[str]) -> int:
     """Validate a config file; 0 when it can run, 1 with one problem per line otherwise."""
-    args = _parser(program("check"), "Validate a daemon configuration file.").parse_args(argv)
-    config = _load(args.config)
+    parser = _parser(program("check"), "Validate a daemon configuration file.")
+    _paper_flag(parser)
+    args = parser.parse_args(argv)
+    config = _load(args.config, partial(load_config, paper=args.paper))
     if config is None:
         return EXIT_FAILED
     problems = build_problems(config)
@@ -91,6 +96,8 @@ def check_main(argv: list[str]) -> int:
             print(line, file=sys.stderr)
         return EXIT_FAILED
     venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
+    if config.venue.is_paper:
+        venue = f"{venue} (paper: orders filled in-process, never sent)"
     strategies = ", ".join(f"{s.name} ({s.class_})" for s in config.strategies)
     ok = f"ok: {args.config}: venue {venue}; pairs {', '.join(config.pairs)}; "
     print(redact(ok + f"strategies {strategies}", config.secrets()))
@@ -116,6 +123,13 @@ def build_problems(config: Config) -> list[str]:
     )
     problems = []
     secrets = config.secrets()
+    if config.venue.is_paper:  # venue.paper is read as the node will (framework.paper)
+        from framework.paper.venue import paper_settings
+
+        try:
+            paper_settings(config.venue.paper)
+        except ConfigError as exc:
+            problems.append(redact(str(exc), secrets))
     for i, spec in enumerate(config.strategies):
         try:
             build_strategy(i, spec, context)  # as the kernel builds it
@@ -137,8 +151,9 @@ def live_main(argv: list[str]) -> int:
     parser.add_argument(
         "--duration", type=_positive, metavar="S", help="stop by itself after S seconds"
     )
+    _paper_flag(parser)
     args = parser.parse_args(argv)
-    config = _load(args.config)
+    config = _load(args.config, partial(load_config, paper=args.paper))
     if config is None:
         return EXIT_FAILED
     secrets = config.secrets()
@@ -149,6 +164,14 @@ def live_main(argv: list[str]) -> int:
 
     pin_malloc_thresholds()  # a daemon's RSS stays flat (see framework.live.allocator)
     return run_node(Node(config), args.duration, prog="live", secrets=secrets)
+
+
+def _paper_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--paper",
+        action="store_true",
+        help="paper trading: the live market, orders filled in-process (venue.mode: paper)",
+    )
 
 
 def run_node(
@@ -245,6 +268,7 @@ def record_main(argv: list[str]) -> int:
     )
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument("--append", action="store_true", help="add to an existing recording")
+    _paper_flag(parser)
     args = parser.parse_args(argv)
     if args.duration is not None and not args.duration > 0:
         parser.error("--duration: expected a positive number of seconds")
@@ -256,7 +280,8 @@ def record_main(argv: list[str]) -> int:
     if out.exists() and out.stat().st_size > 0 and not args.append:
         print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
         return EXIT_FAILED
-    config = _load(args.config, load_live_config)  # its backtest: section is not read
+    # its backtest: section is not read
+    config = _load(args.config, partial(load_live_config, paper=args.paper))
     if config is None:
         return EXIT_FAILED
     secrets = config.secrets()

@@ -85,12 +85,13 @@ async def open_venue(config: Config) -> AsyncIterator[VenueAccess]:
     """Yield the venue access of config, running the embedded twin for the duration."""
     venue = config.venue
     if not venue.embedded:
-        assert venue.base_url and venue.ws_url and venue.api_key and venue.api_secret
-        yield VenueAccess(
+        assert venue.base_url and venue.ws_url
+        assert venue.is_paper or (venue.api_key and venue.api_secret)
+        yield VenueAccess(  # paper mode may have no key: public market data only
             base_url=venue.base_url,
             ws_url=venue.ws_url,
-            api_key=venue.api_key,
-            api_secret=venue.api_secret,
+            api_key=venue.api_key or "",
+            api_secret=venue.api_secret or Secret(""),
             sign_type=venue.sign_type,
         )
         return

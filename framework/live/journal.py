@@ -21,9 +21,15 @@ commits the buffered writes and the delivered id in one transaction.
 
 Durability: ``synchronous=NORMAL`` (the default) survives a killed process, which is what
 the engine's never-send-twice rule relies on; ``FULL`` also survives a power cut, at the
-cost of a disk flush per commit. Several processes may share one journal: id blocks are
-reserved in a single atomic statement, and each process reloads only its own intents (the
-``owner``, its client-id node name) at restart.
+cost of a disk flush per commit. The flushes of WAL checkpoints are made on a thread of
+their own (:mod:`framework.live.journal_checkpoint`), not inside a commit on the loop.
+Several processes may share one journal: id blocks are reserved in a single atomic
+statement, and each process reloads only its own intents (the ``owner``, its client-id node
+name) at restart.
+
+A journal says what its run traded on (meta ``mode``: live, or paper for the in-process
+paper venue), so a paper run's intents can never be mistaken for real ones: a node refuses a
+journal of the other mode in one line.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry, KeptAs, StatusRow
 from framework.engine.reconcile import DONE_MEMORY
+from framework.live.journal_checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, Checkpointer
 from framework.live.journal_schema import (
     CODE_AT,
     DONE_CUTOFF,
@@ -53,6 +60,7 @@ from framework.live.journal_schema import (
     LOAD_LOST,
     LOAD_ONE,
     MARK,
+    MODES,
     MSG_AT,
     ORDER_ID_AT,
     PRUNE_SUMS,
@@ -67,6 +75,7 @@ from framework.live.journal_schema import (
     UPDATE,
     UPDATED_AT,
     entry_of,
+    mode_problem,
     upgrade_from_1,
     version_of,
 )
@@ -145,15 +154,29 @@ class Journal:
         self._kept: dict[int, tuple[int, str, int, bytes] | None] = {}
         self._user_ids: set[str] = set()  # ids strategies chose: in the file at open, or added
         self._tag: str | None = None
+        self.mode = "live"
+        """What the run trades on: live, or paper (the file's meta ``mode``)."""
         self.commits = 0
         self.log_rows = 0  # log rows appended since the last fold
+        self.checkpointer: Checkpointer | None = None  # a file in WAL mode: off the loop
 
     @classmethod
     def open(
-        cls, path: str | Path, *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+        cls,
+        path: str | Path,
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        mode: Literal["live", "paper"] = "live",
     ) -> Journal:
-        """Open (creating if needed) the journal at path; ":memory:" gives a private one."""
+        """Open (creating if needed) the journal at path; ":memory:" gives a private one.
+
+        mode: what the run trades on. A new file is marked so (meta ``mode``); a file of the
+        other mode is refused (JournalError, one line), and so is a paper file an earlier run
+        used: its orders and cursors name a paper account that lived in memory and is gone.
+        """
         name = str(path)
+        if mode not in MODES:
+            raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous: expected NORMAL or FULL, got {synchronous!r}")
         try:
@@ -165,6 +188,9 @@ class Journal:
             raise JournalError(f"journal {name}: cannot be opened ({exc})") from None
         try:
             _prepare(conn, name, synchronous)
+            problem = mode_problem(conn, name, mode)
+            if problem is not None:
+                raise JournalError(problem)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise JournalError(_damaged(name, str(exc))) from None
@@ -172,8 +198,12 @@ class Journal:
             conn.close()
             raise
         journal = cls(conn, name)
+        journal.mode = mode
         journal.compact()
         journal.prune_sums()
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+            journal.checkpointer = Checkpointer(name)
         # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of
         # every process sharing the file, as of now, plus every one this process adds.
         journal._user_ids.update(
@@ -191,6 +221,8 @@ class Journal:
         try:
             self.compact()
         finally:
+            if self.checkpointer is not None:
+                self.checkpointer.stop()
             self._conn.close()
             self._conn = None  # type: ignore[assignment]
 
@@ -308,7 +340,12 @@ class Journal:
         if self._kept or self._matched:
             self._transaction(())
         elif self._log_row():  # one statement in autocommit mode is one transaction
-            self.commits += 1
+            self._committed()
+
+    def _committed(self) -> None:
+        self.commits += 1
+        if self.checkpointer is not None and self.commits % CHECKPOINT_EVERY == 0:
+            self.checkpointer.request()
 
     def _log_row(self) -> bool:
         """Write the buffered intent changes as one log row (no transaction of its own)."""
@@ -355,7 +392,7 @@ class Journal:
             raise
         self._kept.clear()
         self._matched.clear()
-        self.commits += 1
+        self._committed()
 
     def compact(self, limit: int | None = None) -> int:
         """Fold the log (of every process sharing the file) into the intents table.

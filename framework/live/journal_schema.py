@@ -17,7 +17,16 @@ from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry
 from framework.venue.models import MatchType, PositionType
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "entry_of", "upgrade_from_1", "version_of"]
+__all__ = [
+    "MODES",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "claim_mode",
+    "entry_of",
+    "mode_problem",
+    "upgrade_from_1",
+    "version_of",
+]
 
 log = logging.getLogger("framework.journal")
 
@@ -165,6 +174,44 @@ def entry_of(row: tuple[Any, ...]) -> JournalEntry:
         matched=None if matched is None else Decimal(matched),
         updated_ms=updated_ms,
     )
+
+
+MODES: Final = ("live", "paper")
+"""What a journal's run traded on: the venue (live) or the in-process paper venue (paper)."""
+_USED: Final = (
+    "SELECT EXISTS (SELECT 1 FROM intents) OR EXISTS (SELECT 1 FROM log)"
+    " OR EXISTS (SELECT 1 FROM match_cursors) OR EXISTS (SELECT 1 FROM log_ids)"
+    " OR EXISTS (SELECT 1 FROM meta WHERE key = 'id_seq')"
+)
+
+
+def claim_mode(conn: sqlite3.Connection, mode: str) -> tuple[str, bool]:
+    """The file's mode (meta ``mode``, written at its first open) and whether a run already
+    used it. A used file from before the mark existed is a live one."""
+    used = bool(conn.execute(_USED).fetchone()[0])
+    row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
+    if row is None:
+        first = "live" if used else mode
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('mode', ?)", (first,))
+        row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
+    return str(row[0]), used
+
+
+def mode_problem(conn: sqlite3.Connection, name: str, mode: str) -> str | None:
+    """Mark a new file with mode; why a file cannot be opened in mode (of the other mode, or
+    a paper one an earlier run used), else None."""
+    written, used = claim_mode(conn, mode)
+    if written != mode:
+        return (
+            f"journal {name} is a {written} run's: a {mode} node does not resume it (paper"
+            " and real orders never share a journal); use another journal.path"
+        )
+    if mode == "paper" and used:
+        return (
+            f"journal {name} holds an earlier paper run: the paper account it traded lived in"
+            " memory and is gone; use a new journal.path (or none)"
+        )
+    return None
 
 
 def version_of(conn: sqlite3.Connection) -> object:

@@ -141,6 +141,7 @@ class MarketFeed:
                 backoff_initial_s=stream_cfg.backoff_initial_s,
                 backoff_max_s=stream_cfg.backoff_max_s,
                 rng=rng,
+                send=send,  # the pair list's ids, for frames naming no pair
             )
         for pair, rules in market.pairs.items():
             intervals = {"mark": rules.mark_interval_s, "index": rules.index_interval_s}

@@ -15,6 +15,12 @@ the pairs and the seconds unheard, and the gap is counted (``gaps``, ``gap_s``).
 synthesized for that time; the next book snapshot simply replaces the one held, and a
 strategy reading ``self.market.age(pair)`` sees the silence.
 
+A frame naming no pair (a kline names only its ``contractPairId``) is its event's only pair's;
+with several pairs subscribed to the event, the pair whose id the venue's pair list gives
+(:class:`~framework.live.market_pairs.PairOf`: the list is read before the subscribes of a
+session, until read). A frame nothing attributes is refused, counted and told as
+``unattributable``: never guessed.
+
 Bad input never stops the feed: a frame that is not JSON, of an unknown event or that does not
 fit its record is counted per kind (``malformed``) and told in one line at most once a minute
 per kind, with the count since it was last told (:class:`Told`). Every frame is bounded: at
@@ -38,6 +44,8 @@ from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from framework.engine.clock import Clock
+from framework.live.market_pairs import PairOf, listed_pair_ids
+from framework.live.market_polls import Send
 from framework.live.reconnect import (
     MAX_FRAME_BYTES,
     Backoff,
@@ -50,7 +58,7 @@ from framework.live.reconnect import (
     reconnecting,
 )
 from framework.market_config import MarketConfig
-from framework.venue.errors import DecodeError
+from framework.venue.errors import DecodeError, FrameworkError
 from framework.venue.market import (
     DEFAULT_MARKET_CODEC,
     DEPTH,
@@ -66,6 +74,7 @@ from framework.venue.market import (
     market_subscribe,
 )
 from framework.venue.models import SubscribeAck
+from framework.venue.public_info import public_request
 from framework.venue.requests import RequestBuilder, excerpt
 
 __all__ = [
@@ -179,6 +188,8 @@ class MarketStats:
     gap_s: float = 0.0
     """Seconds unheard in those gaps, summed."""
     intake_errors: int = 0
+    unattributable: int = 0
+    """Frames naming no pair that nothing attributed to one (refused, never guessed)."""
 
 
 class MarketStream:
@@ -205,6 +216,7 @@ class MarketStream:
         codec: MarketCodec = DEFAULT_MARKET_CODEC,
         rng: random.Random | None = None,
         told: Told | None = None,
+        send: Send | None = None,
     ) -> None:
         if not subscriptions:
             raise ValueError("MarketStream needs at least one subscription")
@@ -212,8 +224,11 @@ class MarketStream:
         self._builder = builder
         self.subscriptions = tuple(dict.fromkeys(subscriptions))
         self.pairs = tuple(dict.fromkeys(s.pair for s in self.subscriptions))
-        # A frame naming no pair (a kline names only contractPairId) is the only pair's.
+        # A frame naming no pair (a kline names only contractPairId) is the only pair's; with
+        # several, its event's only pair's or its pair id's (PairOf), else refused.
         self._default_pair = self.pairs[0] if len(self.pairs) == 1 else None
+        self.pair_of = PairOf((s.event, s.pair) for s in self.subscriptions)
+        self._send = send
         self._on_record = on_record
         self._on_raw = on_raw
         self._on_state = on_state
@@ -230,7 +245,7 @@ class MarketStream:
             backoff_initial_s, backoff_max_s, rng if rng is not None else random.Random()
         )
         self.told = told if told is not None else Told("malformed frame")
-        """Bad frames per kind (not_json, unknown_event, trade, book, bar, frame)."""
+        """Bad frames per kind (not_json, unknown_event, trade, book, bar, frame, unattributable)."""
         self.stats = MarketStats()
         self.state = "idle"
         self.lost_at_ms: int | None = None
@@ -314,6 +329,8 @@ class MarketStream:
         self._set_state("connected", f"{len(self.subscriptions)} subscriptions")
 
     async def _subscribe(self, ws: ClientConnection) -> None:
+        if self.pair_of.needs_ids and self._send is not None:
+            await self._read_pair_ids(self._send)
         pending: dict[Subscription, None] = {}
         for sub in self.subscriptions:
             message = market_subscribe(
@@ -332,6 +349,25 @@ class MarketStream:
             raise SubscribeTimeout(
                 f"no subscribe acknowledgement within {self.ack_timeout_s} s for {missing}"
             ) from None
+
+    async def _read_pair_ids(self, send: Send) -> None:
+        """The venue's pair ids, for frames naming no pair; a failure is told, never fatal."""
+        pair_of = self.pair_of
+        try:
+            status, body = await send(public_request(pair_of.PATH))
+            pair_of.learn(listed_pair_ids(status, body))
+        except (FrameworkError, OSError) as exc:
+            log.warning(
+                "market: the pair list (%s) was not read (%s): %s frames naming no pair are "
+                "refused until it is", pair_of.PATH, exc, ", ".join(pair_of.shared),
+            )  # fmt: skip
+            return
+        unlisted = sorted(pair_of.pairs - set(pair_of.ids.values()))
+        if unlisted:
+            log.warning(
+                "market: the pair list gives no id of %s: their frames naming no pair are "
+                "refused", ", ".join(unlisted),
+            )  # fmt: skip
 
     def _settle(self, pending: dict[Subscription, None], ack: SubscribeAck) -> None:
         """Settle the subscription an ack names (its event and pair; else its event's oldest)."""
@@ -367,11 +403,13 @@ class MarketStream:
                 self._on_raw(text)
             except Exception:
                 log.exception("market: on_raw callback failed")
+        decoded: tuple[MarketRecord, ...] | SubscribeAck | None
         try:
             decoded = self._codec.frame(message, pair=self._default_pair)
         except DecodeError as exc:
-            self.told(_kind(exc), f"{exc}: {excerpt(message, _EXCERPT)!r}")
-            return None
+            decoded = self._pairless(message, exc)
+            if decoded is None:
+                return None
         if type(decoded) is SubscribeAck:
             stats.acks += 1
             return decoded
@@ -384,6 +422,29 @@ class MarketStream:
             except Exception:
                 stats.intake_errors += 1
                 log.exception("market: a %s record could not be taken", type(record).__name__)
+        return None
+
+    def _pairless(
+        self, message: str | bytes, exc: DecodeError
+    ) -> tuple[MarketRecord, ...] | SubscribeAck | None:
+        """A frame that did not decode: again with its pair if it only lacked one (PairOf),
+        else told and counted (None)."""
+        if self._default_pair is None and _names_no_pair(exc, self._codec):
+            pair = self.pair_of.of(message)
+            if pair is None:
+                self.stats.unattributable += 1
+                self.told(
+                    "unattributable",
+                    f"names no pair and nothing says which of {', '.join(self.pairs)} it is "
+                    f"(its contractPairId is not in the venue's pair list): "
+                    f"{excerpt(message, _EXCERPT)!r}",
+                )
+                return None
+            try:
+                return self._codec.frame(message, pair=pair)
+            except DecodeError as again:
+                exc = again
+        self.told(_kind(exc), f"{exc}: {excerpt(message, _EXCERPT)!r}")
         return None
 
     def tell_open_gap(self) -> None:
@@ -403,6 +464,11 @@ def _kind(exc: DecodeError) -> str:
     if exc.record == "frame" and exc.reason.startswith("not JSON"):
         return "not_json"
     return exc.record.lower()
+
+
+def _names_no_pair(exc: DecodeError, codec: MarketCodec) -> bool:
+    """True for a frame refused only because neither it nor its records name a pair."""
+    return exc.field == codec.fields.pair and exc.reason.startswith("no pair")
 
 
 def _utc(ms: int) -> str:

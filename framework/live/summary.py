@@ -4,6 +4,13 @@ SUMMARY_KEYS come first, in their order; then the execution engine's counters, t
 and the poller's, the portfolio's, and the trading state: open positions (net signed
 quantity), resting limit orders per pair and PnL per pair (realized and fees of this node's
 matches, unrealized as of the last REST position snapshot).
+
+With a ``market:`` section (pairs or a source) the summary has ``market``
+(:func:`market_counters`): what the feed heard per channel, its gaps, the bad frames per kind
+(``unattributable`` among them: a frame naming no pair the stream could not attribute), the
+failed price polls, and the market orders refused as stale (9007). Without one it has no
+``market`` key, as before market data existed. A paper run's summary says ``"mode":
+"paper"`` right after SUMMARY_KEYS.
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ from typing import Any, Final
 
 from framework.engine.bus import Bus
 from framework.engine.portfolio import Portfolio
+from framework.live.market_feed import MarketFeed
 from framework.live.trading import TradingState
 
-__all__ = ["SUMMARY_KEYS", "run_summary"]
+__all__ = ["SUMMARY_KEYS", "market_counters", "run_summary"]
 
 SUMMARY_KEYS: Final = (
     "pushes",
@@ -45,6 +53,8 @@ def run_summary(
     drain_skipped: bool,
     uptime_s: float,
     reason: str,
+    market: Mapping[str, Any] | None = None,
+    paper: bool = False,
 ) -> dict[str, Any]:
     """The summary of one run from its parts (see module)."""
     out: dict[str, Any] = {
@@ -56,6 +66,8 @@ def run_summary(
         "orders_unknown": counters.pop("orders_unknown", 0),
         "reconnects": stream.get("reconnects", 0),
     }
+    if paper:  # never to be mistaken for a real run's
+        out["mode"] = "paper"
     out.update(counters)
     out.update(
         polls=poller.get("polls", 0),
@@ -64,6 +76,10 @@ def run_summary(
         malformed_frames=stream.get("malformed", 0),
         strategy_errors=bus.handler_errors + start_errors,
         strategies_stopped=sorted(bus.stopped),
+    )
+    if market is not None:
+        out["market"] = dict(market)
+    out.update(
         **portfolio.counters(),
         positions={pair: str(q) for pair, q in positions.items()},
         resting=trading.resting(),
@@ -77,3 +93,18 @@ def run_summary(
 
 def _strings(amounts: Mapping[str, Decimal | None]) -> dict[str, str | None]:
     return {k: None if v is None else str(v) for k, v in amounts.items()}
+
+
+def market_counters(feed: MarketFeed | None, *, stale_refusals: int) -> dict[str, Any]:
+    """The ``market`` part of the summary: events per channel (trade, depth, kline, mark,
+    index), gaps and their seconds, bad frames per kind, failed polls per kind, and market
+    orders refused as stale (9007)."""
+    stream = feed.stream if feed is not None else None
+    return {
+        "events": feed.events() if feed is not None else {},
+        "gaps": stream.stats.gaps if stream is not None else 0,
+        "gap_s": round(stream.stats.gap_s, 3) if stream is not None else 0.0,
+        "bad_frames": dict(stream.told.counts) if stream is not None else {},
+        "poll_errors": dict(feed.poll_errors()) if feed is not None else {},
+        "stale_refusals": stale_refusals,
+    }

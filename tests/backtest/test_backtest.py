@@ -319,14 +319,27 @@ def test_the_shipped_sample_backtests_into_a_report(
     assert run_cli(ROOT / "configs" / "backtest.yaml", sample, tmp_path) == 0
     results = orjson.loads((tmp_path / "report.json").read_bytes())
     recording = results["recording"]
+    out = capsys.readouterr().out
     assert (
         f"messages replayed: {recording['lines']} (recorded pushes delivered"
         f" {recording['pushes_delivered']}, {recording['pushes_superseded']} of the recorded"
         " node's own superseded by the paper venue's)"
-    ) in capsys.readouterr().out
+    ) in out
     assert results["fills"]["count"] > 20
     assert set(results["fills"]["by_strategy"]) == {"ladder", "pulse"}
     assert results["recording"]["bad_lines"] == 0
+    # It holds market data, and the paper venue filled against it.
+    assert recording["market_frames"] > 1000 and recording["market_answers"] > 100
+    assert recording["market_errors"] == 0
+    # samples/README.md quotes the summary as this run prints it (timing aside).
+    quoted = (ROOT / "samples" / "README.md").read_text(encoding="utf-8")
+    summary = [line for line in out.splitlines() if line.split(":")[0] in _SUMMARY_HEADS]
+    assert len(summary) == len(_SUMMARY_HEADS)
+    for line in summary:
+        assert line in quoted, line
+
+
+_SUMMARY_HEADS = ("messages replayed", "orders", "USD", "USD round trips")
 
 
 D = __import__("decimal").Decimal

@@ -7,17 +7,23 @@ on the price chart, client order ids in the fills table, every chart on one time
 
 from __future__ import annotations
 
+import gzip
 import html
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
+from framework.backtest.market_lines import MAX_BUCKETS
+
 ROOT = Path(__file__).resolve().parents[2]
+MARKET_NAMES = ["market trades", "book mid", "mark"]
+MARKET_EVENTS = ("api_trade", "api_depth", "api_kline")
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 # Injected first into <head> of a copy of the page: records errors, then after the load
@@ -32,6 +38,7 @@ addEventListener("load", () => setTimeout(() => {
     id: d.id, svg: d.querySelectorAll(".main-svg").length,
     traces: d.querySelectorAll(".scatterlayer .trace").length,
     names: d.data.map(t => t.name),
+    points: d.data.map(t => (t.x || []).length),
     ranges: Object.keys(d.layout).filter(k => k.startsWith("xaxis")).map(k => d.layout[k].range),
     last: d.data.flatMap(t => [...(t.x || [])]).filter(x => x).sort().pop()}));
   const tables = {};
@@ -73,12 +80,11 @@ TWEAKS = (
 )
 
 
-def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) -> None:
+def opened(tmp_path: Path, config: str, recording: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Backtest recording with config into tmp_path/report, open report.html in Chromium:
+    (report.json's results, what the probe saw)."""
     chromium = browser()
-    config = (ROOT / "configs" / "backtest.yaml").read_text(encoding="utf-8")
-    for old, new in TWEAKS:
-        assert old in config
-        config = config.replace(old, new, 1)
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "backtest.yaml").write_text(config, encoding="utf-8")
     report = tmp_path / "report"
     command = [
@@ -86,7 +92,7 @@ def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) 
         "-c",
         str(tmp_path / "backtest.yaml"),
         "--recording",
-        str(ROOT / "samples" / "demo.jsonl.gz"),
+        str(recording),
         "--report",
         str(report),
     ]
@@ -101,7 +107,6 @@ def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) 
     assert made.returncode == 0, made.stderr
     assert f"report: {tmp_path / 'report' / 'report.json'}" in made.stdout
     results = orjson.loads((report / "report.json").read_bytes())
-    assert results["orders"]["canceled"] > 0 and results["orders"]["rejected"] > 0
     page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
     probed = tmp_path / "probed.html"
     probed.write_text(page.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
@@ -128,6 +133,21 @@ def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) 
     probe = orjson.loads(html.unescape(found.group(1)))
     assert probe["errors"] == []
     assert probe["resources"] == []  # nothing fetched: plotly.js is inline
+    return results, probe
+
+
+def tweaked_config() -> str:
+    """configs/backtest.yaml with TWEAKS applied."""
+    config = (ROOT / "configs" / "backtest.yaml").read_text(encoding="utf-8")
+    for old, new in TWEAKS:
+        assert old in config
+        config = config.replace(old, new, 1)
+    return config
+
+
+def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) -> None:
+    results, probe = opened(tmp_path, tweaked_config(), ROOT / "samples" / "demo.jsonl.gz")
+    assert results["orders"]["canceled"] > 0 and results["orders"]["rejected"] > 0
     charts = {c["id"]: c for c in probe["charts"]}
     # The shipped sample: one settlement coin, two pairs.
     assert set(charts) == {"equity-0", "pnl-0", "positions", "price-0", "price-1"}
@@ -139,9 +159,11 @@ def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) 
         "fees paid",
         "net PnL (gross − fees)",
     ]
-    # ETH-USD (price-1): the ladder's fills, resting orders, cancels and refusals.
+    # ETH-USD (price-1): the market's trades, book mid and mark (the sample has market
+    # data: trade and depth frames, mark polls), the ladder's fills, resting orders, cancels
+    # and refusals. BTC-USD (price-0): trades and mark (no depth subscribed), the pulse's fills.
     assert charts["price-1"]["names"] == [
-        "price",
+        *MARKET_NAMES,
         "buy",
         "sell",
         "resting buys",
@@ -157,7 +179,12 @@ def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) 
     # The settings come first, in words.
     assert probe["settings_first"]
     settings = dict(probe["tables"]["settings"]["rows"])
-    assert settings["Fill price"].startswith("the first price at or after the order")
+    assert settings["Fill price"].startswith("against the recording's market: market orders")
+    assert (
+        "(before the first recorded book or trade: the first price at or after"
+        in (settings["Fill price"])
+    )
+    assert settings["Prices from"].startswith("the recording's market: its marks, else")
     assert settings["Fees"].startswith("maker 0.02 %, taker 0.05 %")
     assert settings["Slippage"].startswith("0 % of the price")
     # Net PnL by its labelled parts, as report.json has them.
@@ -181,3 +208,49 @@ def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) 
     orders = probe["tables"]["orders"]
     known = {row[orders["headers"].index("client order id")] for row in orders["rows"]}
     assert "" not in ids and ids <= known and len(fills["rows"]) == results["fills"]["count"]
+
+
+def without_market(recording: Path, out: Path) -> Path:
+    """The recording without its market data: no market polls, trade, depth or bar frames."""
+    kept = []
+    with gzip.open(recording, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            record = orjson.loads(line)
+            if record["source"] == "market":
+                continue
+            if record["source"] == "ws" and orjson.loads(record["frame"]).get("event") in (
+                *MARKET_EVENTS,
+                *(f"{event}_res" for event in MARKET_EVENTS),
+            ):
+                continue
+            kept.append(line)
+    with gzip.open(recording, "rt", encoding="utf-8") as lines:
+        assert 0 < len(kept) < sum(1 for _ in lines)
+    out.write_text("".join(kept), encoding="utf-8")
+    return out
+
+
+def test_the_price_charts_draw_the_market_only_when_the_recording_has_it(tmp_path: Path) -> None:
+    sample = ROOT / "samples" / "demo.jsonl.gz"
+    _, probe = opened(tmp_path / "with", tweaked_config(), sample)
+    charts = {c["id"]: c for c in probe["charts"]}
+    for chart, kinds in (("price-1", MARKET_NAMES), ("price-0", ["market trades", "mark"])):
+        names = charts[chart]["names"]
+        assert names[: len(kinds)] == kinds and "price" not in names, names
+        # Every market line drawn, downsampled to a bounded number of points (the sample's
+        # 3 minutes fit whole: 4 points at most per 100 ms bucket).
+        assert all(1 < n <= 4 * MAX_BUCKETS + 1 for n in charts[chart]["points"][: len(kinds)])
+    # The same recording without its market data: the recorded price track, no market line.
+    config = tweaked_config()
+    config = config[: config.index("\nmarket:") + 1] + config[config.index("\nstrategies:") + 1 :]
+    assert "\nmarket:" not in config
+    plain = without_market(sample, tmp_path / "plain.jsonl")
+    _, probe = opened(tmp_path / "without", config, plain)
+    charts = {c["id"]: c for c in probe["charts"]}
+    assert {"price-0", "price-1"} <= set(charts)
+    for chart in ("price-0", "price-1"):
+        names = charts[chart]["names"]
+        assert names[0] == "price" and not set(MARKET_NAMES) & set(names), names
+    settings = dict(probe["tables"]["settings"]["rows"])
+    assert settings["Fill price"].startswith("the first price at or after the order")
+    assert settings["Prices from"] == "matches then positions"
