@@ -41,6 +41,7 @@ import yaml
 
 from framework.engine.execution import ExecutionSettings
 from framework.market_config import MarketConfig, check_market
+from framework.shadow_config import ShadowConfig, check_shadow
 from framework.venue.errors import ConfigError
 from framework.venue.rules import PairRules, settle_coin_of
 from framework.venue_config import VenueConfig, check_paper, check_venue
@@ -214,6 +215,8 @@ class Config:
     """Event sources (framework.engine.strategy.Source), live and in a backtest."""
     market: MarketConfig = MarketConfig()
     """The market events heard per pair (framework.market_config); none by default."""
+    shadow: ShadowConfig = ShadowConfig()
+    """A paper venue beside live trading, compared order by order (framework.shadow_config)."""
     journal: JournalConfig = JournalConfig()
     recording: RecordingConfig = RecordingConfig()
     logging: LoggingConfig = LoggingConfig()
@@ -275,6 +278,7 @@ def _check(config: Config, out: Problems, *, venue_used: bool = True) -> None:
     if venue_used:
         check_venue(config.venue, out)
         check_paper(config.venue, config.market, out)
+        check_shadow(config.shadow, config.venue, config.market, out)
     out.require(bool(config.pairs), ("pairs",), "at least one pair is required (e.g. ETH-USD: {})")
     for pair in config.pairs:
         out.require(
@@ -407,6 +411,7 @@ def parse_config(
     resolve_strategies: bool = True,
     venue_used: bool = True,
     paper: bool = False,
+    shadow: bool = False,
 ) -> Config:
     """Read a YAML text into a Config, or raise ConfigProblems listing every problem.
 
@@ -415,7 +420,12 @@ def parse_config(
     """
     data, lines = read_yaml(text, source=source, env=os.environ if env is None else env)
     return _config(
-        data, lines, resolve_strategies=resolve_strategies, venue_used=venue_used, paper=paper
+        data,
+        lines,
+        resolve_strategies=resolve_strategies,
+        venue_used=venue_used,
+        paper=paper,
+        shadow=shadow,
     )
 
 
@@ -426,11 +436,18 @@ def _config(
     resolve_strategies: bool,
     venue_used: bool,
     paper: bool = False,
+    shadow: bool = False,
 ) -> Config:
     if paper:
         venue = data.setdefault("venue", {})
         if isinstance(venue, dict):  # anything else is reported as the file has it
             venue["mode"] = "paper"
+    if shadow:
+        section = data.get("shadow")
+        if section is None:
+            section = data["shadow"] = {}
+        if isinstance(section, dict):  # anything else is reported as the file has it
+            section["enabled"] = True
     config = structure(data, Config, lines=lines, secret_keys=SECRET_KEYS)
     object.__setattr__(config, "secret_values", lines.secrets)  # frozen; not a YAML key
     out = Problems(lines)
@@ -474,21 +491,30 @@ def load_config(
     env: Mapping[str, str] | None = None,
     resolve_strategies: bool = True,
     paper: bool = False,
+    shadow: bool = False,
 ) -> Config:
     """Read a YAML file into a Config, or raise ConfigProblems (a ConfigError).
 
     Unreadable, larger than 4 MiB or not UTF-8: one line naming the file and the problem.
-    paper=True (``--paper``): as if the file said ``venue: {mode: paper}``.
+    paper=True (``--paper``): as if the file said ``venue: {mode: paper}``; shadow=True
+    (``--shadow``): as if it said ``shadow: {enabled: true}``.
     """
     data, lines = read_yaml_file(path, env=os.environ if env is None else env)
-    return _config(data, lines, resolve_strategies=resolve_strategies, venue_used=True, paper=paper)
+    return _config(
+        data,
+        lines,
+        resolve_strategies=resolve_strategies,
+        venue_used=True,
+        paper=paper,
+        shadow=shadow,
+    )
 
 
-def load_live_config(path: str | Path, *, paper: bool = False) -> Config:
+def load_live_config(path: str | Path, *, paper: bool = False, shadow: bool = False) -> Config:
     """A file that may hold a ``backtest:`` section, as the live node reads it (``run.py
     record``): that section is blanked first, neither read nor checked; ConfigError if bad."""
     try:
         text = read_config_text(path)  # bounded; not UTF-8 or too big: one line
     except ConfigProblems as exc:
         raise ConfigError("\n".join(exc.problems)) from None
-    return parse_config(split_section(text)[0], source=str(path), paper=paper)
+    return parse_config(split_section(text)[0], source=str(path), paper=paper, shadow=shadow)

@@ -9,7 +9,7 @@ that cannot be built) on stderr.
 does (strategies included) with the recorder writing PATH (a ``backtest:`` section of the
 file is not read); the summary line is printed last; exit codes as ``live``'s.
 
-``live -c FILE [--duration S] [--paper]`` runs the node until SIGINT, SIGTERM or the duration, then
+``live -c FILE [--duration S] [--paper | --shadow]`` runs the node until SIGINT, SIGTERM or the duration, then
 prints one final line ``summary {json}`` on stdout and exits 0. Logs go to stderr. A
 configuration the node cannot run with exits 1 with a one-line reason, never a traceback;
 an unexpected crash exits 1 after logging its traceback. A second SIGINT or SIGTERM during
@@ -87,7 +87,7 @@ def check_main(argv: list[str]) -> int:
     parser = _parser(program("check"), "Validate a daemon configuration file.")
     _paper_flag(parser)
     args = parser.parse_args(argv)
-    config = _load(args.config, partial(load_config, paper=args.paper))
+    config = _load(args.config, partial(load_config, paper=args.paper, shadow=args.shadow))
     if config is None:
         return EXIT_FAILED
     problems = build_problems(config)
@@ -98,6 +98,8 @@ def check_main(argv: list[str]) -> int:
     venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
     if config.venue.is_paper:
         venue = f"{venue} (paper: orders filled in-process, never sent)"
+    elif config.shadow.enabled:
+        venue = f"{venue} (with a paper shadow beside it)"
     strategies = ", ".join(f"{s.name} ({s.class_})" for s in config.strategies)
     ok = f"ok: {args.config}: venue {venue}; pairs {', '.join(config.pairs)}; "
     print(redact(ok + f"strategies {strategies}", config.secrets()))
@@ -123,11 +125,14 @@ def build_problems(config: Config) -> list[str]:
     )
     problems = []
     secrets = config.secrets()
-    if config.venue.is_paper:  # venue.paper is read as the node will (framework.paper)
+    if config.venue.is_paper or config.shadow.enabled:  # read as the node will
         from framework.paper.venue import paper_settings
 
         try:
-            paper_settings(config.venue.paper)
+            if config.venue.is_paper or config.shadow.paper is None:
+                paper_settings(config.venue.paper)
+            else:
+                paper_settings(config.shadow.paper, at=("shadow", "paper"))
         except ConfigError as exc:
             problems.append(redact(str(exc), secrets))
     for i, spec in enumerate(config.strategies):
@@ -153,7 +158,7 @@ def live_main(argv: list[str]) -> int:
     )
     _paper_flag(parser)
     args = parser.parse_args(argv)
-    config = _load(args.config, partial(load_config, paper=args.paper))
+    config = _load(args.config, partial(load_config, paper=args.paper, shadow=args.shadow))
     if config is None:
         return EXIT_FAILED
     secrets = config.secrets()
@@ -171,6 +176,11 @@ def _paper_flag(parser: argparse.ArgumentParser) -> None:
         "--paper",
         action="store_true",
         help="paper trading: the live market, orders filled in-process (venue.mode: paper)",
+    )
+    parser.add_argument(
+        "--shadow",
+        action="store_true",
+        help="live trading with a paper venue beside it, compared order by order (shadow:)",
     )
 
 
@@ -281,7 +291,7 @@ def record_main(argv: list[str]) -> int:
         print(f"record: {out} exists (pass --append to add to it)", file=sys.stderr)
         return EXIT_FAILED
     # its backtest: section is not read
-    config = _load(args.config, partial(load_live_config, paper=args.paper))
+    config = _load(args.config, partial(load_live_config, paper=args.paper, shadow=args.shadow))
     if config is None:
         return EXIT_FAILED
     secrets = config.secrets()

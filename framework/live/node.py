@@ -58,6 +58,7 @@ from framework.venue.models import MatchRecord
 
 if TYPE_CHECKING:
     from framework.engine.venue import Venue
+    from framework.paper.shadow import ShadowVenue
     from framework.paper.venue import WallClockPaper
 
 __all__ = ["SUMMARY_KEYS", "FatalError", "Node"]
@@ -122,6 +123,10 @@ class Node:
         """Where orders go: the REST client, or the paper venue in paper mode."""
         self.paper: WallClockPaper | None = None
         """The in-process paper venue (``venue.mode: paper``), else None."""
+        self.shadow: ShadowVenue | None = None
+        """With ``shadow.enabled``: the live venue with a paper venue beside it, else None."""
+        self.shadow_alarms: dict[str, int] = {}
+        self.shadow_report: str | None = None
         self.source_intake: Callable[[Any], None] = self.kernel.intake
         """Where event sources feed (through the paper venue in paper mode)."""
 
@@ -173,7 +178,7 @@ class Node:
         (accepted limit orders not filled, per pair) and ``pnl`` per pair (realized and fees
         of this node's matches, unrealized as of the last REST position snapshot).
         """
-        return run_summary(
+        summary = run_summary(
             counters=dict(self.engine.counters()) if self.engine is not None else {},
             stream=self.stream.stats.as_dict() if self.stream is not None else {},
             poller=self.poller.stats.as_dict() if self.poller is not None else {},
@@ -192,6 +197,16 @@ class Node:
             if self._market
             else None,
         )
+        if self.shadow is not None:
+            ledger = self.shadow.ledger
+            summary["shadow"] = {
+                "outcomes": dict(sorted(ledger.outcomes.items())),
+                "open": len(ledger.open),
+                "alarms": dict(self.shadow_alarms),
+                "pairs": {p: ledger.summary(p).text() for p in ledger.pairs()},
+                "report": self.shadow_report,
+            }
+        return summary
 
     # -------------------------------------------------------------------------------- run
 

@@ -52,7 +52,14 @@ from framework.venue.signing import Signer, make_signer
 if TYPE_CHECKING:
     from framework.live.node import Node
 
-__all__ = ["PAPER_MARK_PATH", "TEMPORARY_JOURNAL", "start", "start_tasks", "stop_jobs"]
+__all__ = [
+    "PAPER_MARK_PATH",
+    "TEMPORARY_JOURNAL",
+    "finish_shadow",
+    "start",
+    "start_tasks",
+    "stop_jobs",
+]
 
 log = logging.getLogger("framework.node")
 
@@ -117,6 +124,26 @@ async def start(node: Node, stack: AsyncExitStack) -> None:
         node.paper = orders = paper
         log.info(
             "paper venue ready: orders are filled in-process and never sent", extra=paper.describe()
+        )
+    elif config.shadow.enabled:  # a paper venue beside the live one: imported only then
+        from framework.paper.shadow import open_shadow
+
+        try:
+            shadow, alarms = open_shadow(config, rest, now_ms=node.clock.now_ms)
+        except ConfigError as exc:
+            raise FatalError(str(exc)) from None
+        node.shadow, node.shadow_alarms = shadow, alarms
+        node.paper = shadow.paper  # it hears the market before the strategies, as paper does
+        orders = shadow
+        shadow.follow(node.bus)
+        if node.metrics is not None:
+            from framework.paper.shadow import ShadowCollector
+
+            node.metrics.registry.register(ShadowCollector(shadow.ledger, lambda: alarms))
+        stack.callback(finish_shadow, node)
+        log.info(
+            "shadow ready: every live order is also placed on a paper venue, after it was sent",
+            extra=shadow.paper.describe(),
         )
     node.orders = orders
     path = config.journal.path or TEMPORARY_JOURNAL
@@ -250,6 +277,8 @@ async def start_tasks(node: Node, tg: anyio.abc.TaskGroup) -> None:
     log.info("journal recovered", extra={"intents_requeued": node.kernel.recovered})
     node.check_all_stopped()
     tg.start_soon(node.executor.run)
+    if node.shadow is not None and config.shadow.summary_every_s > 0:
+        tg.start_soon(_shadow_summaries, node, config.shadow.summary_every_s)
     if not node.stopping:  # every strategy failed at on_start: no stream to open
         for source in node.kernel.sources:
             tg.start_soon(_run_source, node, source)
@@ -284,3 +313,30 @@ async def _run_source(node: Node, source: Source) -> None:
 def _close_journal(journal: Journal) -> None:
     journal.close()
     log.info("journal closed")
+
+
+async def _shadow_summaries(node: Node, every_s: float) -> None:
+    """The shadow's summary lines (and due closes) every every_s, until the node stops."""
+    assert node.shadow is not None
+    while True:
+        await anyio.sleep(every_s)
+        node.shadow.log_summaries()
+
+
+def finish_shadow(node: Node) -> None:
+    """At stop: the last summaries, then shadow.html (when configured); never raises."""
+    shadow = node.shadow
+    if shadow is None:
+        return
+    try:
+        shadow.log_summaries()
+        report = node.config.shadow.report
+        if report:
+            from framework.shadow.report import shadow_html
+
+            with open(report, "w", encoding="utf-8") as out:
+                out.write(shadow_html(shadow.ledger))
+            node.shadow_report = report
+            log.info("shadow report written", extra={"path": report})
+    except Exception as exc:  # the stop goes on: the report is not worth a traceback
+        log.error("shadow: the report could not be written: %s", exc)

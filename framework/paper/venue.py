@@ -62,10 +62,12 @@ a daemon keeps at most this many of each."""
 _MARKET: Final = frozenset({Trade, Book, Bar, MarkPrice, IndexPrice})
 
 
-def paper_settings(raw: Mapping[str, Any]) -> PaperSettings:
-    """``venue.paper`` as PaperSettings; ConfigError naming the key when it does not fit."""
+def paper_settings(
+    raw: Mapping[str, Any], *, at: tuple[str, ...] = ("venue", "paper")
+) -> PaperSettings:
+    """``venue.paper`` (or the section at ``at``) as PaperSettings; ConfigError naming the key."""
     try:
-        return structure(dict(raw), PaperSettings, at=("venue", "paper"))
+        return structure(dict(raw), PaperSettings, at=at)
     except ConfigProblems as exc:
         raise ConfigError("; ".join(exc.problems)) from None
 

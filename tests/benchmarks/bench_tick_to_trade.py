@@ -272,9 +272,19 @@ async def serve_venue(market: bool) -> None:
 
 
 async def run_daemon(
-    base_url: str, ws_url: str, journal: str, stop: asyncio.Event, market: bool
+    base_url: str,
+    ws_url: str,
+    journal: str,
+    stop: asyncio.Event,
+    market: bool,
+    *,
+    shadow: bool = False,
 ) -> None:
-    """The framework's daemon with OnePush (OneTrade with ``--market``), until stop is set."""
+    """The framework's daemon with OnePush (OneTrade with ``--market``), until stop is set.
+
+    shadow: with a paper venue beside it (``shadow: {enabled: true}``), every order also
+    placed there after the live request was written (issue 28: measured with and without).
+    """
     import yaml
 
     from framework.config import parse_config
@@ -300,8 +310,10 @@ async def run_daemon(
             }
         ],
     }
-    if market:  # trades only; no mark poll (the venue here answers no market REST)
+    if market or shadow:  # trades only; no mark poll (the venue here answers no market REST)
         data["market"] = {"pairs": {PAIR: {"channels": ["trade"], "mark_interval_s": 0}}}
+    if shadow:
+        data["shadow"] = {"enabled": True, "report": None, "summary_every_s": 0}
     config = parse_config(yaml.safe_dump(data), env={"SECRET": KEY})
     node = Node(config)
     runner = asyncio.ensure_future(node.run())
@@ -468,6 +480,14 @@ async def main(args: argparse.Namespace) -> None:
                 sdk = None
         else:
             print("SDK stack skipped: no SDK path (--sdk PATHS or $BENCH_SDK)")
+        shadowed: asyncio.Future[None] | None = None
+        if args.shadow:
+            shadowed = asyncio.ensure_future(
+                run_daemon(base_url, ws_url, f"{tmp}/shadow.db", stop, args.market, shadow=True)
+            )
+            n = len(stacks) + 1
+            await asyncio.wait_for(expect(f"subscribed {n}"), 40)
+            stacks["shadow"] = n
         rounds: dict[str, list[list[tuple[int, int]]]] = {name: [] for name in stacks}
         per_round: dict[str, list[float]] = {name: [] for name in stacks}  # p99 per round
         p50s: dict[str, list[float]] = {name: [] for name in stacks}
@@ -496,7 +516,7 @@ async def main(args: argparse.Namespace) -> None:
                         f"round {r + 1} {name:<7} p50 {p50:6.3f}  p99 {p99:6.3f}{note}", flush=True
                     )
         stop.set()
-        await asyncio.gather(daemon, floor)
+        await asyncio.gather(daemon, floor, *([shadowed] if shadowed is not None else []))
     if sdk is not None:
         assert sdk.stdin is not None
         sdk.stdin.close()
@@ -526,6 +546,10 @@ async def main(args: argparse.Namespace) -> None:
               f" {'met' if d99 <= s99 else 'NOT met'}")  # fmt: skip
     else:
         print("target: daemon p99 <= SDK p99: not measured (no SDK stack)")
+    if "shadow" in stacks:
+        (d50, d99), (s50, s99) = med["daemon"], med["shadow"]
+        print(f"shadow: the daemon with a paper shadow beside it, p50 {s50:.3f} ({s50 - d50:+.3f})"
+              f", p99 {s99:.3f} ({s99 - d99:+.3f}) ms against the daemon alone")  # fmt: skip
     if args.gc:
         for name in ("daemon", "floor"):
             print(
@@ -554,5 +578,9 @@ if __name__ == "__main__":
         help="a round per stack in turn, or the stacks' pushes in turn within each round",
     )  # fmt: skip
     parser.add_argument("--gc", action="store_true", help="time this process's collections")
+    parser.add_argument(
+        "--shadow", action="store_true",
+        help="a fourth stack: the daemon with a paper shadow beside it (issue 28)",
+    )  # fmt: skip
     os.environ.setdefault("PYTHONHASHSEED", "0")
     asyncio.run(main(parser.parse_args()))
