@@ -387,3 +387,67 @@ def test_the_trade_that_fills_a_resting_bid_is_heard_before_the_fill(tmp_path: P
     first_position = next(i for i, (kind, _) in enumerate(strategy.heard) if kind == "position")
     assert strategy.heard[first_position - 1] == ("trade", Decimal(1990))
     assert strategy.heard[first_position] == ("position", Decimal(1990))
+
+
+# ---- 7. market data on one pair switches every pair off its price track
+
+
+class TwoPairs(Strategy):
+    """3 s after the start: a market buy of BTC-USD (whose market is not recorded)."""
+
+    runs: ClassVar[list[TwoPairs]] = []
+
+    def on_start(self) -> None:
+        TwoPairs.runs.append(self)
+        self.updates: list[OrderUpdate] = []
+        self.sent = False
+        self.schedule("buy", 3.0)
+
+    def on_timer(self, name: str) -> None:
+        if not self.sent:
+            self.sent = True
+            self.submit(OrderIntent(pair="BTC-USD", is_long=True, quantity=Decimal("0.001")))
+
+    def on_order(self, update: OrderUpdate) -> None:
+        self.updates.append(update)
+
+
+TWO_PAIRS_CONFIG = """\
+venue: {embedded: true}
+pairs:
+  ETH-USD: {}
+  BTC-USD: {quantity_decimals: 4, min_quantity: "0.0001"}
+strategies:
+  - {name: two, class: "tests.review.test_review_27:TwoPairs", pairs: [ETH-USD, BTC-USD]}
+logging: {level: WARNING}
+"""
+
+
+def test_a_pair_without_recorded_market_data_keeps_its_price_track(tmp_path: Path) -> None:
+    """PaperVenue.on_market turns ``exchange.book_fills`` and ``market_fills`` on for the whole
+    venue at the first recorded book or trade of ANY pair (paper.py:276-279); from then on
+    the price track is applied to no pair (``_feed`` and ``_catch_up`` return when
+    market_fills, paper.py:227 and 239). BTC-USD, whose market the recording does not hold,
+    has its price only in the track (its position push's openingPrice 40000): without
+    ETH-USD's book in the recording, a BTC-USD market buy fills at 40000; with it, BTC-USD
+    never gets a mark and the buy is refused 2331 (no price) for the rest of the backtest."""
+    from tests.venue.frames import position_frame
+
+    def run(eth_market: bool) -> tuple[list[tuple[int | None, str | None]], list[Any]]:
+        path = tmp_path / f"run{eth_market}.jsonl"
+        with RecordingWriter(path, append=False) as w:
+            if eth_market:
+                w.write_ws(T0 + 1_000, depth(1_000, 1999, 2001))
+            else:
+                w.write_ws(T0 + 1_000, '{"event":"api_position_res","success":true}')
+            w.write_ws(T0 + 2_000, position_frame(9, "0.01", pair="BTC-USD", opening_price="40000"))
+            w.write_ws(T0 + 9_000, '{"event":"api_position_res","success":true}')
+        TwoPairs.runs.clear()
+        result = Backtest(parse_config(TWO_PAIRS_CONFIG), path).run()
+        (strategy,) = TwoPairs.runs
+        refused = [(u.code, u.msg) for u in strategy.updates if u.code is not None]
+        return refused, [(f.pair, f.price) for f in result.paper.fills]
+
+    without = run(eth_market=False)
+    assert without[0] == [] and [pair for pair, _ in without[1]] == ["BTC-USD"]  # the control
+    assert run(eth_market=True) == without
