@@ -451,3 +451,31 @@ def test_a_pair_without_recorded_market_data_keeps_its_price_track(tmp_path: Pat
     without = run(eth_market=False)
     assert without[0] == [] and [pair for pair, _ in without[1]] == ["BTC-USD"]  # the control
     assert run(eth_market=True) == without
+
+
+# ---- 8. doctor: a mark path the venue does not serve (404) passes as ok
+
+
+@pytest.mark.anyio
+async def test_doctor_does_not_pass_a_mark_poll_the_venue_answers_404(anyio_backend: str) -> None:
+    """README's market-data row: 'warn: a mark poll fails'. The doctor collects failures
+    through the poll's ``told`` (doctor_market.py:63), but PricePoll tells only
+    FrameworkError/OSError failures; a 404 (ExtensionUnavailable) is logged and the poll
+    turned off without ``told`` (market_polls.py:96-102). With the socket's pairs heard, the
+    finding is 'ok' although no mark was read: the node then has no mark to price by."""
+    from framework.live.doctor_market import _finding
+    from framework.live.market_polls import PricePoll
+
+    failures: list[str] = []
+    heard: list[Any] = []
+
+    async def send(request: PreparedRequest) -> tuple[int, bytes]:
+        return 404, b"Not Found"
+
+    poll = PricePoll(send, "mark", PAIR, 5.0, on_record=heard.append,
+                     told=lambda kind, detail: failures.append(f"{kind} price: {detail}"))  # fmt: skip
+    await poll.poll()
+    assert poll.off and heard == []  # the mark was not read
+    first = {PAIR: {"trade": Trade(pair=PAIR, price=Decimal(2000), quantity=Decimal(1))}}
+    state, _, text = _finding(first, {PAIR}, {PAIR: 0.1}, [("connected", "")], failures, None, 10)
+    assert state != "ok", text
