@@ -479,3 +479,33 @@ async def test_doctor_does_not_pass_a_mark_poll_the_venue_answers_404(anyio_back
     first = {PAIR: {"trade": Trade(pair=PAIR, price=Decimal(2000), quantity=Decimal(1))}}
     state, _, text = _finding(first, {PAIR}, {PAIR: 0.1}, [("connected", "")], failures, None, 10)
     assert state != "ok", text
+
+
+# ---- 9. a pair under market.pairs that hears nothing is 'fed': every market order 9007
+
+
+def test_a_market_pair_that_hears_nothing_is_refused_as_a_config_or_is_not_stale() -> None:
+    """``ETH-USD: {channels: [], mark_interval_s: 0}`` subscribes nothing and polls nothing,
+    yet check_market accepts it (market_config.py:118-160) and MarketConfig.stale_after
+    gives it the section's bound (market_config.py:85-89): the kernel counts the pair as fed,
+    nothing ever comes, and every market order on it is refused 9007 'no market data yet'
+    for the life of the node. Either the config should be one located line, or the pair
+    should count as not fed (README: 'A pair nothing feeds is never stale')."""
+    from framework.venue.errors import ConfigError
+
+    text = """\
+venue: {embedded: true}
+pairs:
+  ETH-USD: {}
+market:
+  pairs:
+    ETH-USD: {channels: [], mark_interval_s: 0, index_interval_s: 0}
+strategies:
+  - {name: marks, class: "tests.review.test_review_27:MarkCounter", pairs: [ETH-USD]}
+"""
+    try:
+        config = parse_config(text)
+    except ConfigError:
+        return  # told as a config problem: fine
+    kernel = Kernel(config, VirtualClock(T0))
+    assert kernel.references.stale(PAIR) is None, config.market.stale_after(PAIR)
