@@ -509,3 +509,22 @@ strategies:
         return  # told as a config problem: fine
     kernel = Kernel(config, VirtualClock(T0))
     assert kernel.references.stale(PAIR) is None, config.market.stale_after(PAIR)
+
+
+# ---- 10. one record stamped in the future freezes self.market and makes the pair stale
+
+
+def test_one_record_stamped_far_in_the_future_does_not_freeze_the_view() -> None:
+    """MarketView keeps a record only when it is not stamped earlier than the one held
+    (engine/market.py:37-39, 82), with no bound on how far ahead of the clock a stamp may be.
+    One trade stamped a day ahead (a bad venue time, seconds/ms mixed up by a source...)
+    is held; every later trade, correctly stamped, is 'older' and dropped: last() stays at
+    the bad trade's price and age() grows while trades flow, so 30 s on the pair is stale
+    and every market order is refused 9007, for a day."""
+    clock = VirtualClock(T0)
+    kernel = Kernel(parse_config(REF_CONFIG), clock)
+    kernel.intake(Trade(pair=PAIR, price=Decimal(1), quantity=Decimal(1), time=T0 + 86_400_000))
+    for second in range(1, 31):
+        clock.ms = T0 + second * 1000
+        kernel.intake(Trade(pair=PAIR, price=Decimal(2), quantity=Decimal(1), time=clock.ms))
+    assert (kernel.market.last(PAIR), kernel.references.stale(PAIR)) == (Decimal(2), None)
