@@ -147,9 +147,9 @@ logging: {level: WARNING}
 
 def test_a_kline_frame_without_a_pair_heard_live_is_heard_by_the_backtest(tmp_path: Path) -> None:
     """MarketStream gives a frame naming no pair its only subscribed pair
-    (market_stream.py:211, _default_pair), so live hears the bar (as
+    (market_stream.py:216 and 371, _default_pair), so live hears the bar (as
     tests/live/test_market_feed.py's kline() frame shows). The recorder writes the raw frame;
-    the Replayer decodes it with no pair (replay.py:329 ``self._market.frame(frame)``), the
+    the Replayer decodes it with no pair (replay.py:314 ``self._market.frame(frame)``), the
     codec refuses it ('no pair in the record, its frame or the call'), it is counted in
     market_errors and the backtest's on_bar never hears it."""
     frame = kline_without_pair()
@@ -279,7 +279,7 @@ logging: {level: WARNING}
 def test_a_backtest_runs_the_market_sections_user_source(tmp_path: Path) -> None:
     """Live, MarketFeed.plug loads ``market.source`` and the node runs it
     (market_feed.py:126); its records go to the kernel's intake, not to the recorder. The
-    backtest runner loads only ``config.sources`` (runner.py:299): the market source is never
+    backtest runner loads only ``config.sources`` (runner.py:298): the market source is never
     built, its ``timed`` never fed, so the strategy hears none of its marks. Worse, with
     ``market.source`` set every traded pair counts as fed (MarketConfig.stale_after), so each
     market order in such a backtest is refused 9007 'no market data yet'."""
@@ -372,7 +372,7 @@ def test_the_trade_that_fills_a_resting_bid_is_heard_before_the_fill(tmp_path: P
     """The twin publishes a tick's trade frame, then makes the fills it causes and pushes
     them (twin/market_feed.py:93-106): a live strategy hears on_trade of the crossing trade,
     then its position push, and self.market.last is the crossing price in on_position. The
-    replay taps the paper venue first (replay.py:352, ``tap(record)`` before the route): the
+    replay taps the paper venue first (replay.py:364, ``tap(record)`` before the route): the
     paper fill's position push is delivered, and on_position runs, before the strategy hears
     the trade; self.market.last there is still the older price."""
     path = tmp_path / "run.jsonl"
@@ -461,7 +461,7 @@ async def test_doctor_does_not_pass_a_mark_poll_the_venue_answers_404(anyio_back
     """README's market-data row: 'warn: a mark poll fails'. The doctor collects failures
     through the poll's ``told`` (doctor_market.py:63), but PricePoll tells only
     FrameworkError/OSError failures; a 404 (ExtensionUnavailable) is logged and the poll
-    turned off without ``told`` (market_polls.py:96-102). With the socket's pairs heard, the
+    turned off without ``told`` (market_polls.py:98-104). With the socket's pairs heard, the
     finding is 'ok' although no mark was read: the node then has no mark to price by."""
     from framework.live.doctor_market import _finding
     from framework.live.market_polls import PricePoll
