@@ -315,7 +315,7 @@ def test_a_mark_older_than_stale_after_does_not_price_a_market_order_over_fresh_
     """The mark poll fails from t=0 on (500s are told once a minute, the old mark stays), while
     trades keep coming. MarketView.age is the pair's newest record of any kind, so the pair is
     never stale; ReferencePrices.price takes the mark first whatever its age
-    (engine/market.py:116, reference.py:71). Two minutes on, a market order is valued at the
+    (engine/market.py:121, reference.py:71). Two minutes on, a market order is valued at the
     2-minute-old mark of 2000 although the market trades at 3000: max_notional 2500 admits a
     1-lot buy worth 3000, and 9007 (meant for 'a market order on a price older than
     stale_after_s') does not fire."""
@@ -459,7 +459,7 @@ def test_a_pair_without_recorded_market_data_keeps_its_price_track(tmp_path: Pat
 @pytest.mark.anyio
 async def test_doctor_does_not_pass_a_mark_poll_the_venue_answers_404(anyio_backend: str) -> None:
     """README's market-data row: 'warn: a mark poll fails'. The doctor collects failures
-    through the poll's ``told`` (doctor_market.py:63), but PricePoll tells only
+    through the poll's ``told`` (doctor_market.py:64), but PricePoll tells only
     FrameworkError/OSError failures; a 404 (ExtensionUnavailable) is logged and the poll
     turned off without ``told`` (market_polls.py:98-104). With the socket's pairs heard, the
     finding is 'ok' although no mark was read: the node then has no mark to price by."""
