@@ -44,7 +44,7 @@ from framework.engine.events import BalanceSynced, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.kernel import Kernel, Settle, StrategyFactory
 from framework.engine.portfolio import Portfolio
-from framework.engine.strategy import Strategy
+from framework.engine.strategy import Strategy, load_source
 from framework.engine.venue import Executor
 from framework.recording import RecordingReader
 from framework.venue.codec import push_types
@@ -296,6 +296,8 @@ class Backtest:
         supersede = settings.own_activity == "supersede"
         kernel.feeds("recording", push_types())  # what the replay decodes from its frames
         kernel.load_sources(config.sources)
+        if config.market.source is not None:  # built and named as the live feed does
+            kernel.add_source(load_source(config.market.source)("market", config.market.params))
         replayer = Replayer(
             clock=clock,
             timeline=timeline,
