@@ -319,7 +319,18 @@ class Replayer:
             return True
         if type(records) is tuple:
             stats.market_frames += 1
-            self._deliver(records)
+            routes = self._market_routes
+            if routes is None or len(records) != 1:
+                self._deliver(records)
+                return True
+            record = records[0]  # the usual frame: one trade or one book, delivered here
+            if self.on_market is not None:
+                self.on_market(record)
+            pairs = self._market_pairs
+            if len(pairs) < 4096:
+                pairs.add(record.pair)
+            routes[type(record)](record)
+            stats.market_records += 1
         else:  # a subscribe acknowledgement
             stats.acks += 1
         return True

@@ -90,6 +90,30 @@ class MarketView:
         self._heard[pair] = self._clock.now_ms()
         return True
 
+    def taker(
+        self, kind: type[Trade | Book | MarkPrice], then: Callable[[Any], None]
+    ) -> Callable[[Any], None]:
+        """A route of kind's records: taken as apply() takes them (inlined), then given to then.
+
+        A replay routes a million records a second through it: one call per record, where
+        apply() and its helpers cost four.
+        """
+        table, heard, now_ms = self._tables[kind], self._heard, self._clock.now_ms
+
+        def take(record: Any) -> None:
+            pair = record.pair
+            held = table.get(pair)
+            if held is None:
+                if pair in heard or len(heard) < self.max_pairs:
+                    table[pair] = record
+                    heard[pair] = now_ms()
+            elif held.time is None or record.time is None or record.time >= held.time:
+                table[pair] = record
+                heard[pair] = now_ms()
+            then(record)
+
+        return take
+
     def last(self, pair: str) -> Decimal | None:
         """The price of the pair's last trade, None before one."""
         trade = self._trades.get(pair)
@@ -157,4 +181,10 @@ def market_routes(
     def keep(record: Any) -> None:
         apply(record)
 
-    return {Trade: take, Book: take, Bar: take, MarkPrice: take, IndexPrice: keep}
+    return {
+        Trade: view.taker(Trade, publish),
+        Book: view.taker(Book, publish),
+        Bar: take,
+        MarkPrice: view.taker(MarkPrice, publish),
+        IndexPrice: keep,
+    }

@@ -21,9 +21,11 @@ commits the buffered writes and the delivered id in one transaction.
 
 Durability: ``synchronous=NORMAL`` (the default) survives a killed process, which is what
 the engine's never-send-twice rule relies on; ``FULL`` also survives a power cut, at the
-cost of a disk flush per commit. Several processes may share one journal: id blocks are
-reserved in a single atomic statement, and each process reloads only its own intents (the
-``owner``, its client-id node name) at restart.
+cost of a disk flush per commit. The flushes of WAL checkpoints are made on a thread of
+their own (:mod:`framework.live.journal_checkpoint`), not inside a commit on the loop.
+Several processes may share one journal: id blocks are reserved in a single atomic
+statement, and each process reloads only its own intents (the ``owner``, its client-id node
+name) at restart.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from framework.engine.client_ids import base36
 from framework.engine.intents import OrderIntent, OrderStatus
 from framework.engine.journaling import JournalEntry, KeptAs, StatusRow
 from framework.engine.reconcile import DONE_MEMORY
+from framework.live.journal_checkpoint import BACKSTOP_PAGES, CHECKPOINT_EVERY, Checkpointer
 from framework.live.journal_schema import (
     CODE_AT,
     DONE_CUTOFF,
@@ -147,6 +150,7 @@ class Journal:
         self._tag: str | None = None
         self.commits = 0
         self.log_rows = 0  # log rows appended since the last fold
+        self.checkpointer: Checkpointer | None = None  # a file in WAL mode: off the loop
 
     @classmethod
     def open(
@@ -174,6 +178,9 @@ class Journal:
         journal = cls(conn, name)
         journal.compact()
         journal.prune_sums()
+        if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+            journal.checkpointer = Checkpointer(name)
         # Strategy-chosen ids are checked for reuse in memory (no SQL per submit): those of
         # every process sharing the file, as of now, plus every one this process adds.
         journal._user_ids.update(
@@ -191,6 +198,8 @@ class Journal:
         try:
             self.compact()
         finally:
+            if self.checkpointer is not None:
+                self.checkpointer.stop()
             self._conn.close()
             self._conn = None  # type: ignore[assignment]
 
@@ -308,7 +317,12 @@ class Journal:
         if self._kept or self._matched:
             self._transaction(())
         elif self._log_row():  # one statement in autocommit mode is one transaction
-            self.commits += 1
+            self._committed()
+
+    def _committed(self) -> None:
+        self.commits += 1
+        if self.checkpointer is not None and self.commits % CHECKPOINT_EVERY == 0:
+            self.checkpointer.request()
 
     def _log_row(self) -> bool:
         """Write the buffered intent changes as one log row (no transaction of its own)."""
@@ -355,7 +369,7 @@ class Journal:
             raise
         self._kept.clear()
         self._matched.clear()
-        self.commits += 1
+        self._committed()
 
     def compact(self, limit: int | None = None) -> int:
         """Fold the log (of every process sharing the file) into the intents table.

@@ -29,7 +29,9 @@ With ``--market`` it also generates (cached) a recording of that many market fra
 venue's shapes (api_trade frames of one trade and api_depth snapshots of 10+10 levels, half
 each, two pairs) and backtests a strategy counting on_trade and on_book over it: issue 27
 wants its rate at >= 90 % of the private-push counting rate of the same run (lines/s each;
-every market line is one frame heard, a private recording also holds REST polls).
+every market line is one frame heard, a private recording also holds REST polls). The
+market frames' decoding alone (reader and market codec, a book's levels left unmade as a
+replay leaves them) is measured beside it.
 
 Each figure is the best of ``--repeat`` runs (3 by default), each run in a fresh interpreter
 (spawned), the backtests alternating in order from one round to the next.
@@ -63,7 +65,7 @@ from framework.config import parse_config
 from framework.recording import RecordingReader, RecordingWriter
 from framework.venue.codec import decode_frame, decode_match_answer
 from framework.venue.errors import DecodeError
-from framework.venue.market import Book, Trade
+from framework.venue.market import DEFAULT_MARKET_CODEC, Book, Trade
 from framework.venue.requests import MATCHES_PATH
 
 TARGET_SHARE = 0.45
@@ -238,6 +240,22 @@ def decode_only(path: Path) -> tuple[int, float, dict[str, int]]:
     return lines, time.perf_counter() - began, {"frames": pushes, "matches": matches}
 
 
+def market_decode_only(path: Path) -> tuple[int, float, dict[str, int]]:
+    """Lines and seconds to read every line as the backtest does and decode its market frame
+    with the market codec into records (levels left unmade, as a replay leaves them)."""
+    began = time.perf_counter()
+    reader = RecordingReader(path)
+    decode = DEFAULT_MARKET_CODEC.frame
+    lines = records = 0
+    for batch in reader.record_batches():
+        lines += len(batch)
+        for record in batch:
+            if record.frame is not None:
+                records += len(decode(record.frame))  # type: ignore[arg-type]
+    reader.close()
+    return lines, time.perf_counter() - began, {"records": records}
+
+
 def backtest(path: Path, name: str, cls: str, params: str) -> tuple[int, float, dict[str, int]]:
     """Lines, seconds and a few counters of one backtest over the file."""
     config = parse_config(CONFIG % {"name": name, "cls": cls, "params": params})
@@ -316,6 +334,7 @@ def main() -> int:
         print(f"market file: {market_path} ({market_path.stat().st_size / 1e6:.0f} MB)")
         market = ("market", "tests.benchmarks.bench_replay:MarketCounting", "{}")
         cases.insert(2, (market_label, backtest, (market_path, *market)))
+        cases.append(("market decoding alone (reader + codec)", market_decode_only, (market_path,)))
     runs: dict[str, Result] = {}
     # Each run in a fresh interpreter: a backtest run after another in the same process pays
     # for the heap and the allocator state the first one left (measured: the second of two
@@ -365,6 +384,13 @@ def main() -> int:
         print(
             f"market frames: {market_rate:,.0f} lines/s ({market_counters.get('heard')} heard);"
             f" private pushes: {private_rate:,.0f} lines/s; ratio {ratio:.3f}"
+        )
+        decode_lines, decode_s, _ = runs["market decoding alone (reader + codec)"]
+        budget = 1 / (TARGET_MARKET * private_rate) - decode_s / decode_lines
+        print(
+            f"market decoding alone: {decode_s / decode_lines * 1e6:.2f} us/line; the framework on"
+            f" top of it: {(market_s - decode_s) / market_lines * 1e6:.2f} us/line; the target"
+            f" leaves it {budget * 1e6:.2f}"
         )
         print(
             "PASS" if ok_market else "FAIL",
