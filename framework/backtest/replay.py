@@ -181,6 +181,10 @@ class Replayer:
         self.first_back_line: int | None = None
         """The line number of the first record older than the time reached before it."""
         self._reader: RecordingReader | None = None
+        self._batches: Iterator[list[LineRecord]] | None = None
+        self._left: tuple[list[LineRecord], int] | None = None  # a batch the lead split
+        self._led = 0
+        self._bad_before = 0
 
     def settle(self) -> None:
         """Let the execution engine send what its strategies just asked for."""
@@ -188,17 +192,46 @@ class Replayer:
         while executor is not None and executor.pending:
             executor.pump()
 
+    def _open(self, reader: RecordingReader) -> Iterator[list[LineRecord]]:
+        """The reader's batches, opened once (by lead or run)."""
+        if self._batches is None:
+            self._reader = reader
+            self._bad_before = reader.stats.bad_lines
+            self._batches = reader.record_batches()
+        return self._batches
+
+    def lead(self, reader: RecordingReader, before_start: Callable[[LineRecord], bool]) -> None:
+        """Replay the leading records that came before the recorded node's start (before_start:
+        :class:`~framework.backtest.start_gate.StartGate`); run() goes on from the next one."""
+        for batch in self._open(reader):
+            n = 0
+            for record in batch:
+                if not before_start(record):
+                    break
+                n += 1
+            self._led += n
+            if n:
+                self._replay_batch(batch, stop=n)
+            if n < len(batch):
+                self._left = (batch, n)
+                return
+
     def run(
         self, reader: RecordingReader, *, progress: Callable[[int], None] | None = None
     ) -> ReplayStats:
-        """Replay every record of reader; progress(bytes read) is called once per batch."""
+        """Replay every record of reader (after lead's, if it ran); progress(bytes read) is
+        called once per batch."""
         stats = self.stats
-        bad_before = reader.stats.bad_lines
-        self._reader = reader
+        batches = self._open(reader)
         for source in self._sources:  # records on virtual time, until the recording ends
             self._pace(iter(source.timed(self.clock.ms)))
-        lines = 0
-        for batch in reader.record_batches():
+        lines = self._led
+        if self._left is not None:
+            batch, start = self._left
+            self._left = None
+            lines += len(batch) - start
+            self._replay_batch(batch, start=start)
+        for batch in batches:
             lines += len(batch)
             self._replay_batch(batch)
             if progress is not None:
@@ -207,7 +240,7 @@ class Replayer:
             self._finish(pair)
         self.finished = True
         stats.lines += lines  # lines that are not records are the reader's: not replayed
-        stats.bad_lines += reader.stats.bad_lines - bad_before
+        stats.bad_lines += reader.stats.bad_lines - self._bad_before
         return stats
 
     def pairs(self, wanted: Collection[str] = ()) -> set[str]:
@@ -223,8 +256,10 @@ class Replayer:
             found.update({pair for _, pair, _ in self.prices.new_positions})
         return found
 
-    def _replay_batch(self, batch: list[LineRecord]) -> None:
-        """Replay one batch of records, in order."""
+    def _replay_batch(
+        self, batch: list[LineRecord], start: int = 0, stop: int | None = None
+    ) -> None:
+        """Replay one batch of records (those from start to stop), in order."""
         stats = self.stats
         clock = self.clock
         timeline = self.timeline
@@ -242,7 +277,7 @@ class Replayer:
         market_heads = _MARKET_HEADS
         market_frame = self._market_frame
         frames = accounts = positions = superseded = others = 0
-        for record in batch:
+        for record in batch if start == 0 and stop is None else batch[start:stop]:
             ts = record.ts
             if type(ts) is not int:
                 ts = int(ts)

@@ -35,6 +35,7 @@ from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
 from framework.backtest.sim_venue import SimVenue
+from framework.backtest.start_gate import StartGate
 from framework.backtest.timeline import PRICES, SAMPLES, Repeating, Timeline
 from framework.config import Config, beside_config, parse_config, split_section
 from framework.engine.bus import Bus
@@ -334,6 +335,11 @@ class Backtest:
         # What is due by the first record's time runs first: price points dated before it
         # (a first poll answers older matches) are known when the strategies start.
         timeline.run_until(clock.ms)
+        # What the live node's market feed heard before it started its strategies is
+        # replayed first (the kernel holds it for the hooks): on_start reads that market.
+        gate = StartGate.of(config.market, config.venue.timeout_s)
+        if gate is not None:
+            replayer.lead(reader, gate.before_start)
         for _ in kernel.starting():  # the kernel's start; its Snapshot: the paper account's
             for coin, amount in sorted(paper.initial.items()):
                 zero = Decimal(0)
