@@ -14,7 +14,9 @@ ages even if its last frame carried a venue time in the future.
 
 ``reference_price`` is what the risk gate will price a market order at: the mark, else the
 last trade, else None (the venue pushes no mark price; it is polled, VENUE-FACTS "Market
-data").
+data"). Given the pair's ``stale_after_s``, a mark applied longer ago than that gives way to
+a trade applied after it: a mark poll that keeps failing does not price orders at a minutes
+old mark while the market trades elsewhere.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ def _newer(held: MarketRecord | None, record: MarketRecord) -> bool:
 class MarketView:
     """The latest market records per pair, read by strategies; pure (time from the clock)."""
 
-    __slots__ = ("_bars", "_books", "_clock", "_heard", "_indexes", "_marks", "_tables", "_trades",
-                 "max_pairs", "max_periods")  # fmt: skip
+    __slots__ = ("_applied", "_bars", "_books", "_clock", "_heard", "_indexes", "_marks", "_tables",
+                 "_trades", "max_pairs", "max_periods")  # fmt: skip
 
     def __init__(
         self, clock: Clock, *, max_pairs: int = MAX_PAIRS, max_periods: int = MAX_PERIODS
@@ -63,6 +65,8 @@ class MarketView:
             MarkPrice: self._marks,
             IndexPrice: self._indexes,
         }
+        # kind -> pair -> clock ms when its latest record of that kind was applied
+        self._applied: dict[type, dict[str, int]] = {kind: {} for kind in self._tables}
 
     def __repr__(self) -> str:
         return f"MarketView({len(self._heard)} pairs)"
@@ -85,9 +89,11 @@ class MarketView:
         if not _newer(held.get(key), record):
             return False
         held[key] = record
+        now = self._heard[pair] = self._clock.now_ms()
         if kind is Bar:
             self._bars[pair] = held
-        self._heard[pair] = self._clock.now_ms()
+        else:
+            self._applied[kind][pair] = now
         return True
 
     def taker(
@@ -99,6 +105,7 @@ class MarketView:
         apply() and its helpers cost four.
         """
         table, heard, now_ms = self._tables[kind], self._heard, self._clock.now_ms
+        applied = self._applied[kind]
 
         def take(record: Any) -> None:
             pair = record.pair
@@ -106,10 +113,10 @@ class MarketView:
             if held is None:
                 if pair in heard or len(heard) < self.max_pairs:
                     table[pair] = record
-                    heard[pair] = now_ms()
+                    heard[pair] = applied[pair] = now_ms()
             elif held.time is None or record.time is None or record.time >= held.time:
                 table[pair] = record
-                heard[pair] = now_ms()
+                heard[pair] = applied[pair] = now_ms()
             then(record)
 
         return take
@@ -142,10 +149,20 @@ class MarketView:
         bars = self._bars.get(pair)
         return None if bars is None else bars.get(period)
 
-    def reference_price(self, pair: str) -> Decimal | None:
-        """The price to judge a market order by: the mark, else the last trade, else None."""
-        mark = self.mark(pair)
-        return mark if mark is not None else self.last(pair)
+    def reference_price(self, pair: str, stale_after_s: float | None = None) -> Decimal | None:
+        """The price to judge a market order by: the mark, else the last trade, else None.
+
+        With stale_after_s: a mark applied longer ago than that gives way to a later trade.
+        """
+        mark, trade = self._marks.get(pair), self._trades.get(pair)
+        if mark is None:
+            return None if trade is None else trade.price
+        if trade is not None and stale_after_s is not None:
+            marked = self._applied[MarkPrice][pair]
+            if (self._clock.now_ms() - marked > stale_after_s * 1000
+                    and self._applied[Trade][pair] > marked):  # fmt: skip
+                return trade.price
+        return mark.price
 
     def age(self, pair: str) -> float | None:
         """Seconds since the pair's latest market record was applied, None before any."""
