@@ -7,10 +7,13 @@ long it runs. Older history is the strategy's own to keep, from its hooks.
 
 Records may arrive out of order (a REST poll of recent trades lists them newest first, a
 reconnect may repeat a frame): a record stamped earlier than the one held of its kind does
-not replace it, nor does it refresh the pair's age. Records without a time are taken as
-they come. ``age`` is measured on the clock passed in (the engine never reads the wall
-clock), from when the latest record of the pair was applied, so a feed that goes silent
-ages even if its last frame carried a venue time in the future.
+not replace it, nor does it refresh the pair's age, unless the held one is stamped more
+than ``MAX_AHEAD_MS`` ahead of the clock: a bad stamp (a venue time off by a day, seconds and
+ms mixed up) is held only until the next record of its kind, never frozen in for as long as
+its stamp is ahead. Records without a time are taken as they come. ``age`` is measured on
+the clock passed in (the engine never reads the wall clock), from when the latest record of
+the pair was applied, so a feed that goes silent ages even if its last frame carried a venue
+time in the future.
 
 ``reference_price`` is what the risk gate will price a market order at: the mark, else the
 last trade, else None (the venue pushes no mark price; it is polled, VENUE-FACTS "Market
@@ -28,17 +31,22 @@ from typing import Any, Final
 from framework.engine.clock import Clock
 from framework.venue.market import Bar, Book, IndexPrice, MarketRecord, MarkPrice, Trade
 
-__all__ = ["MAX_PAIRS", "MAX_PERIODS", "MarketView", "market_routes"]
+__all__ = ["MAX_AHEAD_MS", "MAX_PAIRS", "MAX_PERIODS", "MarketView", "market_routes"]
 
 MAX_PAIRS: Final = 1024
 """Pairs the read model keeps by default; records of further pairs are not taken."""
 MAX_PERIODS: Final = 32
 """Bar periods kept per pair by default (the venue has 1SECOND to 1YEAR, fewer than 32)."""
+MAX_AHEAD_MS: Final = 60_000
+"""A held record stamped further ahead of the clock than this is replaced by any later one
+(a bad stamp); the venue's clock and ours differ by far less."""
 
 
-def _newer(held: MarketRecord | None, record: MarketRecord) -> bool:
-    """True unless held and record are both stamped and record is the earlier."""
-    return held is None or held.time is None or record.time is None or record.time >= held.time
+def _newer(held: MarketRecord | None, record: MarketRecord, now_ms: Callable[[], int]) -> bool:
+    """True unless held and record are both stamped and record is the earlier (a held record
+    stamped more than MAX_AHEAD_MS ahead of now_ms() always gives way)."""
+    return (held is None or held.time is None or record.time is None
+            or record.time >= held.time or held.time > now_ms() + MAX_AHEAD_MS)  # fmt: skip
 
 
 class MarketView:
@@ -86,7 +94,7 @@ class MarketView:
                 return False
         else:
             held, key = self._tables[kind], pair
-        if not _newer(held.get(key), record):
+        if not _newer(held.get(key), record, self._clock.now_ms):
             return False
         held[key] = record
         now = self._heard[pair] = self._clock.now_ms()
@@ -114,7 +122,8 @@ class MarketView:
                 if pair in heard or len(heard) < self.max_pairs:
                     table[pair] = record
                     heard[pair] = applied[pair] = now_ms()
-            elif held.time is None or record.time is None or record.time >= held.time:
+            elif (held.time is None or record.time is None or record.time >= held.time
+                  or held.time > now_ms() + MAX_AHEAD_MS):  # fmt: skip
                 table[pair] = record
                 heard[pair] = applied[pair] = now_ms()
             then(record)
