@@ -149,9 +149,13 @@ class Replayer:
         market: MarketCodec = DEFAULT_MARKET_CODEC,
         declare: Callable[[Iterable[type[Any]]], None] | None = None,
         on_market: Callable[[MarketRecord], None] | None = None,
+        frame_pair: str | None = None,
     ) -> None:
         self.clock = clock
         self._market = market
+        self._frame_pair = frame_pair
+        """The pair of a market frame naming none (a kline names only contractPairId), as
+        the live stream gives it: the only pair subscribing klines (None: refused)."""
         self._declare = declare
         self._market_routes: dict[type[Any], Callable[[Any], None]] | None = None
         self._market_pairs: set[str] = set()
@@ -346,7 +350,7 @@ class Replayer:
         """Deliver a market frame's records (or count it); False when its event is another."""
         stats = self.stats
         try:
-            records = self._market.frame(frame)
+            records = self._market.frame(frame, pair=self._frame_pair)
         except DecodeError as exc:
             if exc.unknown_event:
                 return False

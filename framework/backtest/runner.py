@@ -313,6 +313,7 @@ class Backtest:
             reread_age_ms=int(config.polling.reread_age_s * 1000),
             declare=partial(kernel.feeds, "recording"),  # at its first market record
             on_market=paper.on_market,  # a recorded market: the paper venue fills on it
+            frame_pair=_kline_pair(config),
         )
         paper.start_prices(partial(timeline.at, rank=PRICES))
 
@@ -467,6 +468,12 @@ def recording_warnings(
             " cut, then from the next member"
         )
     return [f"recording {path}: {line}" for line in found]
+
+
+def _kline_pair(config: Config) -> str | None:
+    """The pair of a kline frame naming none, as live: the only one subscribing klines."""
+    pairs = [pair for pair, rules in config.market.pairs.items() if "kline" in rules.channels]
+    return pairs[0] if len(pairs) == 1 else None
 
 
 @attrs.define(slots=True, eq=False)

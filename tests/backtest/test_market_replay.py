@@ -239,6 +239,24 @@ def test_the_replay_hands_market_records_to_its_tap_before_delivering(tmp_path: 
     assert len(declared) == 1  # once, at the first market record
 
 
+@pytest.mark.parametrize(("kline_pairs", "heard"), [(["ETH-USD"], 1), (["ETH-USD", "BTC-USD"], 0)])
+def test_a_kline_frame_naming_no_pair_is_the_only_kline_pairs(
+    tmp_path: Path, kline_pairs: list[str], heard: int
+) -> None:
+    path = tmp_path / "k.jsonl"
+    frame = orjson.loads(kline("ETH-USD", "2003", 1))
+    del frame["pair"]  # as the venue sends it: only contractPairId
+    with RecordingWriter(path, append=False) as w:
+        w.write_ws(T0, orjson.dumps(frame).decode())
+    market = "".join(
+        f"    {pair}: {{channels: [kline, trade], mark_interval_s: 0}}\n" for pair in kline_pairs
+    )
+    text = CONFIG.replace("strategies:", f"market:\n  pairs:\n{market}strategies:")
+    result = Backtest(parse_config(text), path, strategies=[listener]).run()
+    bars = [r for hook, r in result.strategies[0].heard if hook == "on_bar"]  # type: ignore[attr-defined]
+    assert len(bars) == heard and result.results["recording"]["market_errors"] == 1 - heard
+
+
 @pytest.mark.parametrize(("kind", "period"), [("kline", None), ("mark", "1MIN"), ("quote", None)])
 def test_write_market_refuses_a_kind_or_period_that_does_not_fit(
     tmp_path: Path, kind: str, period: str | None
