@@ -160,9 +160,9 @@ class Replayer:
         self._market_routes: dict[type[Any], Callable[[Any], None]] | None = None
         self._market_pairs: set[str] = set()
         self.on_market = on_market
-        """Called with every market record before it is delivered (the paper venue's view of
-        the recorded market; the latest book and trade per pair are also the kernel's
-        ``market``)."""
+        """Called with every market record right after it is delivered (the paper venue's
+        view of the recorded market: the fills a trade makes are heard after the trade, as
+        the venue publishes a tick's trade before the fills it causes)."""
         # The live poller's window (config polling.reread_*): its rounds are replayed as
         # they ran, page for page, so a match listed late is delivered when live did.
         self._reread = (reread_ids, reread_age_ms)
@@ -363,12 +363,12 @@ class Replayer:
                 self._deliver(records)
                 return True
             record = records[0]  # the usual frame: one trade or one book, delivered here
-            if self.on_market is not None:
-                self.on_market(record)
             pairs = self._market_pairs
             if len(pairs) < 4096:
                 pairs.add(record.pair)
             routes[type(record)](record)
+            if self.on_market is not None:
+                self.on_market(record)
             stats.market_records += 1
         else:  # a subscribe acknowledgement
             stats.acks += 1
@@ -410,11 +410,11 @@ class Replayer:
             routes = self._market_routes = {cls: self._routes[cls] for cls in _MARKET_TYPES}
         tap, pairs = self.on_market, self._market_pairs
         for record in records:
-            if tap is not None:
-                tap(record)
             if record.pair not in pairs and len(pairs) < 4096:
                 pairs.add(record.pair)
             routes[type(record)](record)
+            if tap is not None:  # after: the fills it makes follow the trade, as live
+                tap(record)
         self.stats.market_records += len(records)
 
     def _intake(self, record: object) -> None:

@@ -211,7 +211,7 @@ def test_a_recording_of_market_data_alone_shows_its_pairs(tmp_path: Path) -> Non
     assert [hook for hook, _ in result.strategies[0].heard] == ["on_trade"]  # type: ignore[attr-defined]
 
 
-def test_the_replay_hands_market_records_to_its_tap_before_delivering(tmp_path: Path) -> None:
+def test_the_replay_hands_market_records_to_its_tap_after_delivering(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     with RecordingWriter(path, append=False) as w:
         w.write_ws(T0, depth("ETH-USD", 2000, 0))
@@ -235,7 +235,7 @@ def test_the_replay_hands_market_records_to_its_tap_before_delivering(tmp_path: 
         on_market=lambda r: order.append(f"tap {type(r).__name__}"),
     )
     replayer.run(RecordingReader(path))
-    assert order == ["tap Book", "route Book", "tap Trade", "route Trade"]
+    assert order == ["route Book", "tap Book", "route Trade", "tap Trade"]
     assert len(declared) == 1  # once, at the first market record
 
 
