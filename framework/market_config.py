@@ -115,6 +115,17 @@ def check_market(market: MarketConfig, traded: Collection[str], out: Problems) -
             pair in traded, at, f"pair {shown(pair)} is not configured under `pairs:`", key=True
         )
         _check_pair(rules, at, out)
+        # Such a pair would count as fed (stale_after) yet nothing would ever come: every
+        # market order on it refused 9007. A source may feed it: then the entry is its bound.
+        out.require(
+            bool(rules.channels)
+            or rules.mark_interval_s > 0
+            or rules.index_interval_s > 0
+            or market.source is not None,
+            at,
+            "no channel and no poll: it would never hear a price (9007 on every market order)",
+            key=True,
+        )
 
 
 def _check_pair(rules: PairMarketConfig, at: tuple[str, ...], out: Problems) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import csv
 import itertools
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -168,11 +168,21 @@ class CsvMarket:
     """A Source of MarkPrice, Trade or Bar records read from a CSV (see the module).
 
     params: file, pair; record (mark or trade) for ``time,price`` files; period for bar
-    files; align (time or start); max_rows.
+    files; align (time or start); max_rows. now_ms and sleep: the live clock (default the
+    wall clock and anyio.sleep; tests pass their own).
     """
 
-    def __init__(self, name: str, params: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        *,
+        now_ms: Callable[[], int] | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
         self.name = name
+        self._now_ms = now_ms if now_ms is not None else _wall_ms
+        self._sleep = sleep if sleep is not None else anyio.sleep
         where = f"source {name}"
         self.path = Path(str(_param(params, "file", where)))
         self.pair = str(_param(params, "pair", where))
@@ -252,10 +262,10 @@ class CsvMarket:
 
     async def run(self, feed: Callable[[Any], None]) -> None:
         """Live: each record fed when the wall clock reaches its time (see align)."""
-        for ms, record in self.timed(_wall_ms()):
-            wait = ms - _wall_ms()
+        for ms, record in self.timed(self._now_ms()):
+            wait = ms - self._now_ms()
             if wait > 0:
-                await anyio.sleep(wait / 1000)
+                await self._sleep(wait / 1000)
             feed(record)
 
 

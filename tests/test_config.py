@@ -341,6 +341,16 @@ def test_every_bad_value_of_the_market_section_is_one_located_line() -> None:
     ]
 
 
+def test_a_market_pair_with_no_channel_and_no_poll_is_one_located_line() -> None:
+    text = EMBEDDED + "market:\n  pairs:\n    ETH-USD: {channels: [], mark_interval_s: 0}\n"
+    assert problems_of(text) == [
+        "market.pairs.ETH-USD: no channel and no poll: it would never hear a price (9007 on"
+        " every market order) (line 12)"
+    ]
+    fed = "\n  source: tests.review.test_review_27:RefSource\n"
+    assert parse_config(text + fed, env={}).market.stale_after("ETH-USD") == 10.0  # the source
+
+
 def test_a_reference_price_of_a_pair_not_traded_is_located() -> None:
     text = EMBEDDED + "execution:\n  risk:\n    reference_prices: {ETH-USD: '2000', BTC-USD: '1'}\n"
     assert problems_of(text) == [

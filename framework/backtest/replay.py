@@ -149,16 +149,20 @@ class Replayer:
         market: MarketCodec = DEFAULT_MARKET_CODEC,
         declare: Callable[[Iterable[type[Any]]], None] | None = None,
         on_market: Callable[[MarketRecord], None] | None = None,
+        frame_pair: str | None = None,
     ) -> None:
         self.clock = clock
         self._market = market
+        self._frame_pair = frame_pair
+        """The pair of a market frame naming none (a kline names only contractPairId), as
+        the live stream gives it: the only pair subscribing klines (None: refused)."""
         self._declare = declare
         self._market_routes: dict[type[Any], Callable[[Any], None]] | None = None
         self._market_pairs: set[str] = set()
         self.on_market = on_market
-        """Called with every market record before it is delivered (the paper venue's view of
-        the recorded market; the latest book and trade per pair are also the kernel's
-        ``market``)."""
+        """Called with every market record right after it is delivered (the paper venue's
+        view of the recorded market: the fills a trade makes are heard after the trade, as
+        the venue publishes a tick's trade before the fills it causes)."""
         # The live poller's window (config polling.reread_*): its rounds are replayed as
         # they ran, page for page, so a match listed late is delivered when live did.
         self._reread = (reread_ids, reread_age_ms)
@@ -181,6 +185,10 @@ class Replayer:
         self.first_back_line: int | None = None
         """The line number of the first record older than the time reached before it."""
         self._reader: RecordingReader | None = None
+        self._batches: Iterator[list[LineRecord]] | None = None
+        self._left: tuple[list[LineRecord], int] | None = None  # a batch the lead split
+        self._led = 0
+        self._bad_before = 0
 
     def settle(self) -> None:
         """Let the execution engine send what its strategies just asked for."""
@@ -188,17 +196,46 @@ class Replayer:
         while executor is not None and executor.pending:
             executor.pump()
 
+    def _open(self, reader: RecordingReader) -> Iterator[list[LineRecord]]:
+        """The reader's batches, opened once (by lead or run)."""
+        if self._batches is None:
+            self._reader = reader
+            self._bad_before = reader.stats.bad_lines
+            self._batches = reader.record_batches()
+        return self._batches
+
+    def lead(self, reader: RecordingReader, before_start: Callable[[LineRecord], bool]) -> None:
+        """Replay the leading records that came before the recorded node's start (before_start:
+        :class:`~framework.backtest.start_gate.StartGate`); run() goes on from the next one."""
+        for batch in self._open(reader):
+            n = 0
+            for record in batch:
+                if not before_start(record):
+                    break
+                n += 1
+            self._led += n
+            if n:
+                self._replay_batch(batch, stop=n)
+            if n < len(batch):
+                self._left = (batch, n)
+                return
+
     def run(
         self, reader: RecordingReader, *, progress: Callable[[int], None] | None = None
     ) -> ReplayStats:
-        """Replay every record of reader; progress(bytes read) is called once per batch."""
+        """Replay every record of reader (after lead's, if it ran); progress(bytes read) is
+        called once per batch."""
         stats = self.stats
-        bad_before = reader.stats.bad_lines
-        self._reader = reader
+        batches = self._open(reader)
         for source in self._sources:  # records on virtual time, until the recording ends
             self._pace(iter(source.timed(self.clock.ms)))
-        lines = 0
-        for batch in reader.record_batches():
+        lines = self._led
+        if self._left is not None:
+            batch, start = self._left
+            self._left = None
+            lines += len(batch) - start
+            self._replay_batch(batch, start=start)
+        for batch in batches:
             lines += len(batch)
             self._replay_batch(batch)
             if progress is not None:
@@ -207,7 +244,7 @@ class Replayer:
             self._finish(pair)
         self.finished = True
         stats.lines += lines  # lines that are not records are the reader's: not replayed
-        stats.bad_lines += reader.stats.bad_lines - bad_before
+        stats.bad_lines += reader.stats.bad_lines - self._bad_before
         return stats
 
     def pairs(self, wanted: Collection[str] = ()) -> set[str]:
@@ -223,8 +260,10 @@ class Replayer:
             found.update({pair for _, pair, _ in self.prices.new_positions})
         return found
 
-    def _replay_batch(self, batch: list[LineRecord]) -> None:
-        """Replay one batch of records, in order."""
+    def _replay_batch(
+        self, batch: list[LineRecord], start: int = 0, stop: int | None = None
+    ) -> None:
+        """Replay one batch of records (those from start to stop), in order."""
         stats = self.stats
         clock = self.clock
         timeline = self.timeline
@@ -242,7 +281,7 @@ class Replayer:
         market_heads = _MARKET_HEADS
         market_frame = self._market_frame
         frames = accounts = positions = superseded = others = 0
-        for record in batch:
+        for record in batch if start == 0 and stop is None else batch[start:stop]:
             ts = record.ts
             if type(ts) is not int:
                 ts = int(ts)
@@ -311,7 +350,7 @@ class Replayer:
         """Deliver a market frame's records (or count it); False when its event is another."""
         stats = self.stats
         try:
-            records = self._market.frame(frame)
+            records = self._market.frame(frame, pair=self._frame_pair)
         except DecodeError as exc:
             if exc.unknown_event:
                 return False
@@ -324,12 +363,12 @@ class Replayer:
                 self._deliver(records)
                 return True
             record = records[0]  # the usual frame: one trade or one book, delivered here
-            if self.on_market is not None:
-                self.on_market(record)
             pairs = self._market_pairs
             if len(pairs) < 4096:
                 pairs.add(record.pair)
             routes[type(record)](record)
+            if self.on_market is not None:
+                self.on_market(record)
             stats.market_records += 1
         else:  # a subscribe acknowledgement
             stats.acks += 1
@@ -371,11 +410,11 @@ class Replayer:
             routes = self._market_routes = {cls: self._routes[cls] for cls in _MARKET_TYPES}
         tap, pairs = self.on_market, self._market_pairs
         for record in records:
-            if tap is not None:
-                tap(record)
             if record.pair not in pairs and len(pairs) < 4096:
                 pairs.add(record.pair)
             routes[type(record)](record)
+            if tap is not None:  # after: the fills it makes follow the trade, as live
+                tap(record)
         self.stats.market_records += len(records)
 
     def _intake(self, record: object) -> None:

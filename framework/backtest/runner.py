@@ -35,6 +35,7 @@ from framework.backtest.replay import Replayer, ReplayStats
 from framework.backtest.report import ReportCollector
 from framework.backtest.scan import RecordingIndex, scan
 from framework.backtest.sim_venue import SimVenue
+from framework.backtest.start_gate import StartGate
 from framework.backtest.timeline import PRICES, SAMPLES, Repeating, Timeline
 from framework.config import Config, beside_config, parse_config, split_section
 from framework.engine.bus import Bus
@@ -44,7 +45,7 @@ from framework.engine.events import BalanceSynced, Timer
 from framework.engine.execution import ExecutionEngine
 from framework.engine.kernel import Kernel, Settle, StrategyFactory
 from framework.engine.portfolio import Portfolio
-from framework.engine.strategy import Strategy
+from framework.engine.strategy import Strategy, load_source
 from framework.engine.venue import Executor
 from framework.recording import RecordingReader
 from framework.venue.codec import push_types
@@ -296,6 +297,8 @@ class Backtest:
         supersede = settings.own_activity == "supersede"
         kernel.feeds("recording", push_types())  # what the replay decodes from its frames
         kernel.load_sources(config.sources)
+        if config.market.source is not None:  # built and named as the live feed does
+            kernel.add_source(load_source(config.market.source)("market", config.market.params))
         replayer = Replayer(
             clock=clock,
             timeline=timeline,
@@ -310,6 +313,7 @@ class Backtest:
             reread_age_ms=int(config.polling.reread_age_s * 1000),
             declare=partial(kernel.feeds, "recording"),  # at its first market record
             on_market=paper.on_market,  # a recorded market: the paper venue fills on it
+            frame_pair=_kline_pair(config),
         )
         paper.start_prices(partial(timeline.at, rank=PRICES))
 
@@ -332,6 +336,11 @@ class Backtest:
         # What is due by the first record's time runs first: price points dated before it
         # (a first poll answers older matches) are known when the strategies start.
         timeline.run_until(clock.ms)
+        # What the live node's market feed heard before it started its strategies is
+        # replayed first (the kernel holds it for the hooks): on_start reads that market.
+        gate = StartGate.of(config.market, config.venue.timeout_s)
+        if gate is not None:
+            replayer.lead(reader, gate.before_start)
         for _ in kernel.starting():  # the kernel's start; its Snapshot: the paper account's
             for coin, amount in sorted(paper.initial.items()):
                 zero = Decimal(0)
@@ -459,6 +468,12 @@ def recording_warnings(
             " cut, then from the next member"
         )
     return [f"recording {path}: {line}" for line in found]
+
+
+def _kline_pair(config: Config) -> str | None:
+    """The pair of a kline frame naming none, as live: the only one subscribing klines."""
+    pairs = [pair for pair, rules in config.market.pairs.items() if "kline" in rules.channels]
+    return pairs[0] if len(pairs) == 1 else None
 
 
 @attrs.define(slots=True, eq=False)

@@ -7,14 +7,19 @@ long it runs. Older history is the strategy's own to keep, from its hooks.
 
 Records may arrive out of order (a REST poll of recent trades lists them newest first, a
 reconnect may repeat a frame): a record stamped earlier than the one held of its kind does
-not replace it, nor does it refresh the pair's age. Records without a time are taken as
-they come. ``age`` is measured on the clock passed in (the engine never reads the wall
-clock), from when the latest record of the pair was applied, so a feed that goes silent
-ages even if its last frame carried a venue time in the future.
+not replace it, nor does it refresh the pair's age, unless the held one is stamped more
+than ``MAX_AHEAD_MS`` ahead of the clock: a bad stamp (a venue time off by a day, seconds and
+ms mixed up) is held only until the next record of its kind, never frozen in for as long as
+its stamp is ahead. Records without a time are taken as they come. ``age`` is measured on
+the clock passed in (the engine never reads the wall clock), from when the latest record of
+the pair was applied, so a feed that goes silent ages even if its last frame carried a venue
+time in the future.
 
 ``reference_price`` is what the risk gate will price a market order at: the mark, else the
 last trade, else None (the venue pushes no mark price; it is polled, VENUE-FACTS "Market
-data").
+data"). Given the pair's ``stale_after_s``, a mark applied longer ago than that gives way to
+a trade applied after it: a mark poll that keeps failing does not price orders at a minutes
+old mark while the market trades elsewhere.
 """
 
 from __future__ import annotations
@@ -26,24 +31,29 @@ from typing import Any, Final
 from framework.engine.clock import Clock
 from framework.venue.market import Bar, Book, IndexPrice, MarketRecord, MarkPrice, Trade
 
-__all__ = ["MAX_PAIRS", "MAX_PERIODS", "MarketView", "market_routes"]
+__all__ = ["MAX_AHEAD_MS", "MAX_PAIRS", "MAX_PERIODS", "MarketView", "market_routes"]
 
 MAX_PAIRS: Final = 1024
 """Pairs the read model keeps by default; records of further pairs are not taken."""
 MAX_PERIODS: Final = 32
 """Bar periods kept per pair by default (the venue has 1SECOND to 1YEAR, fewer than 32)."""
+MAX_AHEAD_MS: Final = 60_000
+"""A held record stamped further ahead of the clock than this is replaced by any later one
+(a bad stamp); the venue's clock and ours differ by far less."""
 
 
-def _newer(held: MarketRecord | None, record: MarketRecord) -> bool:
-    """True unless held and record are both stamped and record is the earlier."""
-    return held is None or held.time is None or record.time is None or record.time >= held.time
+def _newer(held: MarketRecord | None, record: MarketRecord, now_ms: Callable[[], int]) -> bool:
+    """True unless held and record are both stamped and record is the earlier (a held record
+    stamped more than MAX_AHEAD_MS ahead of now_ms() always gives way)."""
+    return (held is None or held.time is None or record.time is None
+            or record.time >= held.time or held.time > now_ms() + MAX_AHEAD_MS)  # fmt: skip
 
 
 class MarketView:
     """The latest market records per pair, read by strategies; pure (time from the clock)."""
 
-    __slots__ = ("_bars", "_books", "_clock", "_heard", "_indexes", "_marks", "_tables", "_trades",
-                 "max_pairs", "max_periods")  # fmt: skip
+    __slots__ = ("_applied", "_bars", "_books", "_clock", "_heard", "_indexes", "_marks", "_tables",
+                 "_trades", "max_pairs", "max_periods")  # fmt: skip
 
     def __init__(
         self, clock: Clock, *, max_pairs: int = MAX_PAIRS, max_periods: int = MAX_PERIODS
@@ -63,6 +73,8 @@ class MarketView:
             MarkPrice: self._marks,
             IndexPrice: self._indexes,
         }
+        # kind -> pair -> clock ms when its latest record of that kind was applied
+        self._applied: dict[type, dict[str, int]] = {kind: {} for kind in self._tables}
 
     def __repr__(self) -> str:
         return f"MarketView({len(self._heard)} pairs)"
@@ -82,12 +94,14 @@ class MarketView:
                 return False
         else:
             held, key = self._tables[kind], pair
-        if not _newer(held.get(key), record):
+        if not _newer(held.get(key), record, self._clock.now_ms):
             return False
         held[key] = record
+        now = self._heard[pair] = self._clock.now_ms()
         if kind is Bar:
             self._bars[pair] = held
-        self._heard[pair] = self._clock.now_ms()
+        else:
+            self._applied[kind][pair] = now
         return True
 
     def taker(
@@ -99,6 +113,7 @@ class MarketView:
         apply() and its helpers cost four.
         """
         table, heard, now_ms = self._tables[kind], self._heard, self._clock.now_ms
+        applied = self._applied[kind]
 
         def take(record: Any) -> None:
             pair = record.pair
@@ -106,10 +121,11 @@ class MarketView:
             if held is None:
                 if pair in heard or len(heard) < self.max_pairs:
                     table[pair] = record
-                    heard[pair] = now_ms()
-            elif held.time is None or record.time is None or record.time >= held.time:
+                    heard[pair] = applied[pair] = now_ms()
+            elif (held.time is None or record.time is None or record.time >= held.time
+                  or held.time > now_ms() + MAX_AHEAD_MS):  # fmt: skip
                 table[pair] = record
-                heard[pair] = now_ms()
+                heard[pair] = applied[pair] = now_ms()
             then(record)
 
         return take
@@ -142,10 +158,20 @@ class MarketView:
         bars = self._bars.get(pair)
         return None if bars is None else bars.get(period)
 
-    def reference_price(self, pair: str) -> Decimal | None:
-        """The price to judge a market order by: the mark, else the last trade, else None."""
-        mark = self.mark(pair)
-        return mark if mark is not None else self.last(pair)
+    def reference_price(self, pair: str, stale_after_s: float | None = None) -> Decimal | None:
+        """The price to judge a market order by: the mark, else the last trade, else None.
+
+        With stale_after_s: a mark applied longer ago than that gives way to a later trade.
+        """
+        mark, trade = self._marks.get(pair), self._trades.get(pair)
+        if mark is None:
+            return None if trade is None else trade.price
+        if trade is not None and stale_after_s is not None:
+            marked = self._applied[MarkPrice][pair]
+            if (self._clock.now_ms() - marked > stale_after_s * 1000
+                    and self._applied[Trade][pair] > marked):  # fmt: skip
+                return trade.price
+        return mark.price
 
     def age(self, pair: str) -> float | None:
         """Seconds since the pair's latest market record was applied, None before any."""

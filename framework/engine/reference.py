@@ -5,7 +5,9 @@ A market order carries no price, yet ``max_notional`` must value it and the venu
 hand the gate a price of its own making; the kernel sees every market record and every
 match, so it owns the one rule instead. The reference price of a pair is, first found:
 
-1. the mark (``self.market.mark``, polled from the venue);
+1. the mark (``self.market.mark``, polled from the venue), unless it was heard longer than
+   the pair's ``stale_after_s`` ago and a market trade was heard since (the polls failing
+   while the market trades elsewhere);
 2. the last market trade (``self.market.last``);
 3. the last own fill of the pair (every match the kernel reads, whoever placed the order);
 4. the configured ``execution.risk.reference_prices`` entry of the pair;
@@ -70,7 +72,8 @@ class ReferencePrices:
 
     def price(self, pair: str) -> Decimal | None:
         """The pair's reference price: mark, last trade, last own fill, configured, None."""
-        price = self._market.reference_price(pair)
+        bound = self._settings.stale_after(pair) if self._settings is not None else None
+        price = self._market.reference_price(pair, bound)
         if price is None:
             price = self._fills.get(pair)
         return price if price is not None else self._configured.get(pair)

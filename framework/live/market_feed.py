@@ -153,7 +153,7 @@ class MarketFeed:
                     every_s,
                     on_record=feed.take,
                     told=feed.poll_told,
-                    on_answer=recorder.on_market if recorder is not None else None,
+                    on_answer=feed._recorded(recorder),
                 )
                 for kind, every_s in intervals.items()
                 if every_s > 0

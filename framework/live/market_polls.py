@@ -15,7 +15,6 @@ and that poll stops.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -32,8 +31,6 @@ from framework.venue.market import (
 from framework.venue.requests import PreparedRequest
 
 __all__ = ["KINDS", "PricePoll"]
-
-log = logging.getLogger("framework.market")
 
 KINDS: Final = ("mark", "index")
 """What a PricePoll asks: the mark price or the index price."""
@@ -99,8 +96,8 @@ class PricePoll(IntervalJob):
             self.errors += 1
             self.off = True
             self.shutdown()
-            log.warning("market: %s price of %s not offered (%s): polls stopped", self.kind,
-                        self.pair, exc)  # fmt: skip
+            # Told as every failure is (the doctor's finding collects them), once: no more polls.
+            self._told(f"{self.kind} {self.pair}", f"not offered ({exc}): polls stopped")
             return False
         except (FrameworkError, OSError) as exc:
             self.errors += 1

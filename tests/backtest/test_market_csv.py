@@ -3,7 +3,6 @@ clock, every bad row one located line."""
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal as D
 from pathlib import Path
 from typing import Any
@@ -110,17 +109,27 @@ def test_bars_and_trades_and_the_start_alignment(tmp_path: Path) -> None:
 
 
 def test_live_rows_are_fed_on_the_wall_clock_in_order(tmp_path: Path) -> None:
-    now = time.time_ns() // 1_000_000
+    now = 1_700_000_000_000
     csv = tmp_path / "live.csv"
     csv.write_text(f"time,price\n{now - 5000},1\n{now - 4000},2\n{now + 30},3\n{now + 60},4\n")
-    fed: list[Any] = []
-    anyio.run(CsvMarket("c", {"file": str(csv), "pair": "ETH-USD"}).run, fed.append)
-    assert [r.price for r in fed] == [D(2), D(3), D(4)]  # of the past rows only the last
-    fed.clear()
-    spaced = CsvMarket("c", {"file": str(csv), "pair": "ETH-USD", "align": "start"})
-    anyio.run(spaced.run, fed.append)
-    assert [r.price for r in fed] == [D(1), D(2), D(3), D(4)]
-    assert [r.time - fed[0].time for r in fed] == [0, 1000, 5030, 5060]
+    clock = [now]  # the wall clock, passed in: each sleep moves it on by what was asked
+
+    async def sleep(seconds: float) -> None:
+        clock[0] += round(seconds * 1000)
+
+    def fed_by(**params: str) -> list[tuple[int, Any, int | None]]:
+        clock[0] = now
+        fed: list[tuple[int, Any, int | None]] = []
+        source = CsvMarket("c", {"file": str(csv), "pair": "ETH-USD", **params},
+                           now_ms=lambda: clock[0], sleep=sleep)  # fmt: skip
+        anyio.run(source.run, lambda r: fed.append((clock[0] - now, r.price, r.time)))
+        return fed
+
+    # of the past rows only the last, at once; the others when the clock reaches them
+    assert fed_by() == [(0, D(2), now - 4000), (30, D(3), now + 30), (60, D(4), now + 60)]
+    spaced = [(0, D(1), now), (1000, D(2), now + 1000), (5030, D(3), now + 5030),
+              (5060, D(4), now + 5060)]  # fmt: skip
+    assert fed_by(align="start") == spaced
 
 
 @pytest.mark.parametrize(

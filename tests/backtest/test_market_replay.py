@@ -211,7 +211,7 @@ def test_a_recording_of_market_data_alone_shows_its_pairs(tmp_path: Path) -> Non
     assert [hook for hook, _ in result.strategies[0].heard] == ["on_trade"]  # type: ignore[attr-defined]
 
 
-def test_the_replay_hands_market_records_to_its_tap_before_delivering(tmp_path: Path) -> None:
+def test_the_replay_hands_market_records_to_its_tap_after_delivering(tmp_path: Path) -> None:
     path = tmp_path / "m.jsonl"
     with RecordingWriter(path, append=False) as w:
         w.write_ws(T0, depth("ETH-USD", 2000, 0))
@@ -235,8 +235,26 @@ def test_the_replay_hands_market_records_to_its_tap_before_delivering(tmp_path: 
         on_market=lambda r: order.append(f"tap {type(r).__name__}"),
     )
     replayer.run(RecordingReader(path))
-    assert order == ["tap Book", "route Book", "tap Trade", "route Trade"]
+    assert order == ["route Book", "tap Book", "route Trade", "tap Trade"]
     assert len(declared) == 1  # once, at the first market record
+
+
+@pytest.mark.parametrize(("kline_pairs", "heard"), [(["ETH-USD"], 1), (["ETH-USD", "BTC-USD"], 0)])
+def test_a_kline_frame_naming_no_pair_is_the_only_kline_pairs(
+    tmp_path: Path, kline_pairs: list[str], heard: int
+) -> None:
+    path = tmp_path / "k.jsonl"
+    frame = orjson.loads(kline("ETH-USD", "2003", 1))
+    del frame["pair"]  # as the venue sends it: only contractPairId
+    with RecordingWriter(path, append=False) as w:
+        w.write_ws(T0, orjson.dumps(frame).decode())
+    market = "".join(
+        f"    {pair}: {{channels: [kline, trade], mark_interval_s: 0}}\n" for pair in kline_pairs
+    )
+    text = CONFIG.replace("strategies:", f"market:\n  pairs:\n{market}strategies:")
+    result = Backtest(parse_config(text), path, strategies=[listener]).run()
+    bars = [r for hook, r in result.strategies[0].heard if hook == "on_bar"]  # type: ignore[attr-defined]
+    assert len(bars) == heard and result.results["recording"]["market_errors"] == 1 - heard
 
 
 @pytest.mark.parametrize(("kind", "period"), [("kline", None), ("mark", "1MIN"), ("quote", None)])

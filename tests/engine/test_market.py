@@ -74,6 +74,31 @@ def test_the_reference_price_is_the_mark_else_the_last_trade() -> None:
     assert view.reference_price("BTC-USD") is None  # the index is no reference
 
 
+def test_a_mark_heard_longer_than_stale_after_ago_gives_way_to_a_later_trade() -> None:
+    clock = VirtualClock(T0)
+    view = MarketView(clock)
+    view.apply(trade("100"))
+    view.apply(MarkPrice(pair="ETH-USD", price=Decimal("100.5")))
+    clock.ms = T0 + 11_000  # the mark is 11 s old; no trade since it
+    assert view.reference_price("ETH-USD", 10) == Decimal("100.5")
+    view.apply(trade("130", T0 + 11_000))
+    assert view.reference_price("ETH-USD", 12) == Decimal("100.5")  # the mark is not stale
+    assert view.reference_price("ETH-USD", 10) == Decimal(130)
+    assert view.reference_price("ETH-USD") == Decimal("100.5")  # no bound: the mark first
+    view.apply(MarkPrice(pair="ETH-USD", price=Decimal("131")))  # the poll answers again
+    assert view.reference_price("ETH-USD", 10) == Decimal(131)
+
+
+def test_a_record_stamped_far_ahead_of_the_clock_gives_way_to_the_next() -> None:
+    clock = VirtualClock(T0)
+    view = MarketView(clock)
+    assert view.apply(trade("1", T0 + 86_400_000))  # a bad stamp: held until the next trade
+    assert view.apply(trade("2", T0 + 1))
+    assert view.apply(trade("3", T0 + 30_000))  # the venue's clock a little ahead of ours
+    assert not view.apply(trade("4", T0 + 2))  # still older than one held: not taken
+    assert view.last("ETH-USD") == Decimal(3)
+
+
 def test_an_earlier_record_does_not_replace_a_later_one_of_its_kind() -> None:
     view = MarketView(VirtualClock(T0))
     assert view.apply(trade("101", T0 + 2))
