@@ -10,8 +10,10 @@ reason) -> match cursors -> scheduler and ``Started`` (strategies' on_start) -> 
 Paper mode (``venue.mode: paper``) differs only in where orders go: the REST client serves
 the market's polls alone, the orders, snapshots and match polls go to the in-process paper
 venue (:class:`~framework.paper.venue.WallClockPaper`, imported only then), whose pushes
-enter the intake as the stream's would; every market record reaches it before the
+enter the intake as the stream's would; every market record reaches it right after the
 strategies; no private stream is opened; the journal and the recording are marked paper.
+Shadow mode (``shadow.enabled``) trades live, and places every order on such a paper venue
+too, after the live request was written (:mod:`framework.paper.shadow`).
 
 Apart from :class:`~framework.live.node.Node` (control, callbacks, summary) and its stop
 (:mod:`framework.live.node_stop`): what is built, in which order, and what fails there.
@@ -133,7 +135,7 @@ async def start(node: Node, stack: AsyncExitStack) -> None:
         except ConfigError as exc:
             raise FatalError(str(exc)) from None
         node.shadow, node.shadow_alarms = shadow, alarms
-        node.paper = shadow.paper  # it hears the market before the strategies, as paper does
+        node.paper = shadow.paper  # it hears each market record, as in paper mode
         orders = shadow
         shadow.follow(node.bus)
         if node.metrics is not None:
@@ -181,7 +183,7 @@ async def start(node: Node, stack: AsyncExitStack) -> None:
         node.kernel.feeds("paper" if paper_mode else "stream", push_types())
         node.kernel.load_sources(config.sources)  # run as tasks (start_tasks)
         intake: Any = partial(node.timed, "market", node.kernel.intake)
-        if node.paper is not None:  # the paper venue hears the market first, as in a backtest
+        if node.paper is not None:  # the paper venue hears the market too, as in a backtest
             intake = node.paper.feeding(intake)
             node.source_intake = node.paper.feeding(node.kernel.intake)
         node.market_feed = MarketFeed.plug(

@@ -6,8 +6,8 @@ go to :class:`WallClockPaper`, the engine's :class:`~framework.engine.venue.Venu
 backtest's :class:`~framework.backtest.paper.PaperVenue` account (through its public methods
 only, so the fill and latency models built there plug in unchanged):
 
-* Market: every market record the node hears is handed to ``PaperVenue.on_market`` first
-  (:meth:`WallClockPaper.feeding`), then to the strategies, as a backtest does: from the
+* Market: every market record the node hears is handed to the strategies, then to
+  ``PaperVenue.on_market`` (:meth:`WallClockPaper.feeding`), as a backtest does: from the
   first book or trade on, market orders walk the latest book and resting orders fill when a
   trade reaches their price; a polled mark moves the mark (liquidations).
 * Orders: a batch reaches the paper account ``latency_ms`` (``venue.paper``) after it is
@@ -137,13 +137,16 @@ class WallClockPaper:
         self._trim()
 
     def feeding(self, then: Callable[[Any], None]) -> Callable[[Any], None]:
-        """An intake that hands each market record to the paper account, then to then."""
+        """An intake that hands each record to then, and a market record to the paper account
+        after it: the strategies hear a trade before the fills it makes (as the venue sends
+        them, and as a backtest replays them); an order sent from the hook meets the book the
+        record brought (it reaches the paper account later, on the loop)."""
         on_market, market = self.on_market, _MARKET
 
         def intake(record: Any) -> None:
+            then(record)
             if type(record) in market:
                 on_market(record)
-            then(record)
 
         return intake
 
