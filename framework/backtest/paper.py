@@ -16,6 +16,12 @@ strategies:
   at that mark moved by ``slippage`` against the taker (0 by default: prices found in a
   recording are trade prices, which already carry the slippage their takers paid; set it
   for a CSV track of marks), limit orders never beyond their limit. A pair with no price yet refuses orders with 2331 (no market predict price).
+* With market data (:meth:`PaperVenue.on_market`), fills follow the recorded books and
+  trades by the fill rule (``fill_rule``: touch, through or queue,
+  :mod:`framework.sim.fill_model`).
+  An order reaches the account after its latency, a draw of the latency model
+  (``latency_ms``, ``latency`` or the ``fill_model`` file; :meth:`PaperVenue.arrival_delay_ms`)
+  from the seeded generator passed in.
 * Results: the batch answer goes back to the execution engine (accepted orders, or the
   whole-call refusal, as the twin answers in ``partial`` batch mode); every position and
   balance change becomes the record a client decodes from the push the twin would send
