@@ -23,8 +23,8 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
 * Matching is against the mark, liquidity-capped; resting GTC orders fill whole at their
   limit, as maker, when the mark crosses them; the mark moving also liquidates
   (:mod:`framework.sim.fills`). With ``book_fills`` the exchange reads a published market
-  instead: arrivals walk its book, resting orders fill when its trades cross them
-  (:mod:`framework.sim.market_fills`). FOK without its fill is still accepted; POST_ONLY that would
+  instead: arrivals walk its book, resting orders fill on its trades by the fill rule
+  (``fill_rule``: touch, through, or queue with fills in part; :mod:`framework.sim.market_fills`). FOK without its fill is still accepted; POST_ONLY that would
   cross is refused with ``2001 Illegal parameter:price`` (or accepted and cancelled,
   configurable). :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is
   released); ``accounts[user].orders`` keeps every accepted order's record and status

@@ -28,7 +28,8 @@ fills whole at its limit price, as maker, except that a resting fill never flips
 (the part beyond the position it reduces is cancelled), and it is cancelled whole when its
 positionType no longer matches the open position's or when opening would take more than the
 available balance plus its reserve. An order that ends unfilled releases its rest and its
-reserve.
+reserve. Against a published market, the queue rule fills a resting order in part
+(:func:`fill_part`): each part at its limit as maker, with its share of the reserve.
 
 Liquidation (:func:`positions_to_liquidate`, pure): an isolated position goes when its
 margin plus unrealized PnL falls to its maintenance margin, ``maintenance_rate x quantity x
