@@ -16,6 +16,12 @@ strategies:
   at that mark moved by ``slippage`` against the taker (0 by default: prices found in a
   recording are trade prices, which already carry the slippage their takers paid; set it
   for a CSV track of marks), limit orders never beyond their limit. A pair with no price yet refuses orders with 2331 (no market predict price).
+* With market data (:meth:`PaperVenue.on_market`), fills follow the recorded books and
+  trades by the fill rule (``fill_rule``: touch, through or queue,
+  :mod:`framework.sim.fill_model`).
+  An order reaches the account after its latency, a draw of the latency model
+  (``latency_ms``, ``latency`` or the ``fill_model`` file; :meth:`PaperVenue.arrival_delay_ms`)
+  from the seeded generator passed in.
 * Results: the batch answer goes back to the execution engine (accepted orders, or the
   whole-call refusal, as the twin answers in ``partial`` batch mode); every position and
   balance change becomes the record a client decodes from the push the twin would send
@@ -29,6 +35,7 @@ strategies:
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final, Literal
@@ -37,9 +44,12 @@ import attrs
 
 from framework.backtest.prices import PriceTrack
 from framework.engine.cancels import CancelAnswer
+from framework.fill_model_file import load_fill_model
 from framework.sim.events import BalanceChanged, Event
 from framework.sim.exchange import CANCEL_MESSAGES, Exchange
+from framework.sim.fill_model import FillModel, FillRule, QueueParams
 from framework.sim.history import OrderRecord as SimOrder
+from framework.sim.latency import LatencySettings
 from framework.sim.records import (
     account_push,
     match_record,
@@ -91,11 +101,19 @@ def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: Any) ->
 
 @attrs.frozen(kw_only=True)
 class PaperSettings:
-    """The fill model (YAML ``backtest:`` keys of the same names)."""
+    """The fill model (YAML ``backtest.paper:`` keys of the same names).
+
+    ``fill_rule`` (touch, through, queue) and ``latency`` (a model, :mod:`framework.sim.latency`)
+    or ``latency_ms`` (constant) override what the ``fill_model`` file (issue 28,
+    :mod:`framework.sim.fill_model`) says; without either, the rule is queue and the latency 0.
+    """
 
     fill_price: Literal["next", "last"] = "next"
     max_wait_ms: int = attrs.field(default=2000, validator=_non_negative)
     latency_ms: int = attrs.field(default=0, validator=_non_negative)
+    latency: LatencySettings | None = None
+    fill_rule: Literal["touch", "through", "queue"] | None = None
+    fill_model: str | None = None
     slippage: Decimal = attrs.field(default=Decimal(0), validator=_non_negative)
     maker_fee: Decimal = attrs.field(default=Decimal("0.0002"), validator=_non_negative)
     taker_fee: Decimal = attrs.field(default=Decimal("0.0005"), validator=_non_negative)
@@ -105,6 +123,26 @@ class PaperSettings:
     balances: dict[str, Decimal] = attrs.field(factory=dict)
     default_balance: Decimal = attrs.field(default=Decimal("100000"), validator=_non_negative)
     settle_decimals: int = 8
+
+    def __attrs_post_init__(self) -> None:
+        """One latency: the constant or the model."""
+        if self.latency is not None and self.latency_ms:
+            raise ValueError("backtest.paper: give latency_ms (constant) or latency, not both")
+
+    def rule(self, model: FillModel | None) -> FillRule:
+        """The fill rule: fill_rule, else the model file's, else queue."""
+        if self.fill_rule is None:
+            return model.fill if model is not None else FillRule()
+        params = model.fill.params if model is not None else QueueParams()
+        return FillRule(rule=self.fill_rule, params=params)
+
+    def latency_settings(self, model: FillModel | None) -> LatencySettings:
+        """The latency model: latency, else latency_ms when set, else the model file's."""
+        if self.latency is not None:
+            return self.latency
+        if self.latency_ms or model is None:
+            return LatencySettings.constant(self.latency_ms)
+        return model.latency
 
 
 # ------------------------------------------------------------------------------ venue
@@ -138,7 +176,19 @@ class PaperVenue:
         deliver: Callable[[PositionPush | AccountPush], None],
         now_ms: Callable[[], int],
         coins: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
+        model: FillModel | None = None,
     ) -> None:
+        """rng draws the latency (seeded by the caller; None: seed 0); model is the
+        ``fill_model`` file's content (None: read from settings.fill_model when set)."""
+        if model is None and settings.fill_model:
+            model = load_fill_model(settings.fill_model)
+        self.fill_rule = settings.rule(model)
+        """The rule resting orders fill by on the recorded trades."""
+        self.latency = settings.latency_settings(model)
+        """The latency model: how long an order takes to reach the paper account."""
+        self._latency = self.latency.build()
+        self._rng = rng if rng is not None else random.Random(0)
         self.settings = settings
         self.track = track
         self._deliver = deliver
@@ -166,6 +216,7 @@ class PaperVenue:
                 maintenance_margin_rate=settings.maintenance_margin_rate,
             ),
             id_base=PAPER_ID_BASE,
+            fill_rule=self.fill_rule,
         )
         self.initial = {
             coin: settings.balances.get(coin, settings.default_balance) for coin in coin_ids
@@ -303,6 +354,10 @@ class PaperVenue:
         return self.mark(pair)
 
     # ---- orders
+
+    def arrival_delay_ms(self) -> int:
+        """How long an order sent now takes to reach the paper account (one latency draw)."""
+        return self._latency.sample(self._rng)
 
     def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
         """Place a batch; the accepted orders' results, or the whole-call refusal raised."""

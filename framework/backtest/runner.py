@@ -47,6 +47,7 @@ from framework.engine.kernel import Kernel, Settle, StrategyFactory
 from framework.engine.portfolio import Portfolio
 from framework.engine.strategy import Strategy, load_source
 from framework.engine.venue import Executor
+from framework.fill_model_file import load_fill_model
 from framework.recording import RecordingReader
 from framework.venue.codec import push_types
 from framework.venue.errors import ConfigError
@@ -130,10 +131,15 @@ def load_backtest_config(path: str | Path) -> tuple[Config, BacktestSettings]:
     settings = backtest_settings_from_text(only, source=source)
     # Files the section names are found as strategy modules are: here, else beside the file.
     recording, prices = settings.recording, settings.prices_csv
+    model = settings.paper.fill_model
+    if model:  # read now: a bad model file stops the start with its lines
+        model = str(beside_config(model, path))
+        load_fill_model(model)
     return config, attrs.evolve(
         settings,
         recording=str(beside_config(recording, path)) if recording else recording,
         prices_csv=str(beside_config(prices, path)) if prices else prices,
+        paper=attrs.evolve(settings.paper, fill_model=model),
     )
 
 
@@ -258,10 +264,9 @@ class Backtest:
             deliver=route,
             now_ms=clock.now_ms,
             coins=coins,
+            rng=random.Random(f"{settings.seed}:latency"),
         )
-        venue = SimVenue(
-            paper, now_ms=clock.now_ms, schedule=timeline.at, latency_ms=settings.paper.latency_ms
-        )
+        venue = SimVenue(paper, now_ms=clock.now_ms, schedule=timeline.at)
         executor = Executor(
             partial(
                 kernel.build_engine,
@@ -363,7 +368,7 @@ class Backtest:
         results["recording"]["truncated_tail"] = reader.stats.truncated_tail
         results["recording"]["cut_gzip_members"] = reader.stats.cut_members
         results["recording"]["own_orders_in_recording"] = len(index.own_order_ids)
-        results["settings"] = _settings_summary(settings)
+        results["settings"] = _settings_summary(settings, paper)
         done = time.perf_counter()
         return BacktestResult(
             results=results,
@@ -487,9 +492,11 @@ class _TimerFire:
         self.bus.publish(Timer(self.name, self.strategy, self.clock.now()))
 
 
-def _settings_summary(settings: BacktestSettings) -> dict[str, Any]:
+def _settings_summary(settings: BacktestSettings, venue: PaperVenue) -> dict[str, Any]:
     paper = settings.paper
     return {
+        "fill_rule": venue.fill_rule.describe(),
+        "latency": venue.latency.describe(),
         "own_activity": settings.own_activity,
         "price_sources": list(settings.price_sources),
         "prices_csv": Path(settings.prices_csv).name if settings.prices_csv else None,

@@ -35,8 +35,9 @@ __all__ = ["SimVenue"]
 class SimVenue:
     """The paper venue as the engine's :class:`~framework.engine.venue.Venue`, on virtual time.
 
-    A batch reaches the paper account ``latency_ms`` after it is sent (cancels and queries
-    at once), and the pushes a call makes come after its answer reached the engine, as live.
+    A batch reaches the paper account after its latency (``latency_ms`` when given, else a
+    draw of the paper venue's latency model, :meth:`PaperVenue.arrival_delay_ms`; cancels
+    and queries at once), and the pushes a call makes come after its answer reached the engine, as live.
     :meth:`start` is how the executor awaits an answer here: it runs the call's coroutine at
     once, with no event loop, and resumes one that waits out its latency at that virtual
     time (through ``schedule``). Every read answers from the paper account's exchange with
@@ -50,7 +51,7 @@ class SimVenue:
         *,
         now_ms: Callable[[], int],
         schedule: Callable[[int, Callable[[], None]], None],
-        latency_ms: int = 0,
+        latency_ms: int | None = None,
     ) -> None:
         self.paper = paper
         self.latency_ms = latency_ms
@@ -85,8 +86,10 @@ class SimVenue:
         return len(waiting)
 
     def send_batch(self, orders: Sequence[OrderInput]) -> Awaitable[list[OrderResult]]:
-        """The batch, placed when it reaches the paper account (latency_ms from now)."""
-        return self._create(orders, self._now_ms() + self.latency_ms)
+        """The batch, placed when it reaches the paper account (its latency from now)."""
+        latency = self.latency_ms
+        delay = self.paper.arrival_delay_ms() if latency is None else latency
+        return self._create(orders, self._now_ms() + delay)
 
     async def _create(self, orders: Sequence[OrderInput], at: int) -> list[OrderResult]:
         if at > self._now_ms():

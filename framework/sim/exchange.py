@@ -23,8 +23,8 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
 * Matching is against the mark, liquidity-capped; resting GTC orders fill whole at their
   limit, as maker, when the mark crosses them; the mark moving also liquidates
   (:mod:`framework.sim.fills`). With ``book_fills`` the exchange reads a published market
-  instead: arrivals walk its book, resting orders fill when its trades cross them
-  (:mod:`framework.sim.market_fills`). FOK without its fill is still accepted; POST_ONLY that would
+  instead: arrivals walk its book, resting orders fill on its trades by the fill rule
+  (``fill_rule``: touch, through, or queue with fills in part; :mod:`framework.sim.market_fills`). FOK without its fill is still accepted; POST_ONLY that would
   cross is refused with ``2001 Illegal parameter:price`` (or accepted and cancelled,
   configurable). :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is
   released); ``accounts[user].orders`` keeps every accepted order's record and status
@@ -54,6 +54,7 @@ import attrs
 
 from framework.sim.book import RestingOrder
 from framework.sim.events import Event, Match
+from framework.sim.fill_model import FillRule
 from framework.sim.fills import (
     FillStep,
     can_close,
@@ -66,7 +67,8 @@ from framework.sim.fills import (
     rest_order,
 )
 from framework.sim.history import OrderIndex, OrderRecord
-from framework.sim.market_fills import plan_book_fill
+from framework.sim.market_fills import fill_on_trades, plan_book_fill, queue_on_book
+from framework.sim.queue import start_queue
 from framework.sim.state import (
     Account,
     Balance,
@@ -119,14 +121,17 @@ class Exchange:
         match_delay: Callable[[], int] | None = None,
         id_base: int = 0,
         book_fills: bool = False,
+        fill_rule: FillRule | None = None,
     ) -> None:
         """Build the markets of settings.pairs; accounts are added with open_account.
 
         book_fills: fills follow a published market (:mod:`framework.sim.market_fills`):
         arrivals walk the book given to :meth:`set_book`, resting orders fill on the trades
-        given to :meth:`market_trades`, and a mark alone fills nothing.
+        given to :meth:`market_trades` by fill_rule (``queue`` by default), and a mark alone
+        fills nothing.
         """
         self.book_fills = book_fills
+        self.fill_rule = fill_rule if fill_rule is not None else FillRule()
         self.slippage = settings.slippage
         self.maintenance_rate = settings.maintenance_margin_rate
         self.post_only_reject = settings.post_only_crossing == "reject"
@@ -404,6 +409,8 @@ class Exchange:
             resting = rest_order(
                 self._fill_step, account, market, order, order_id, rest, reserve, events
             )
+            if quotes is not None and self.fill_rule.rule == "queue":
+                start_queue(resting, quotes, self.fill_rule.params.queue_start_share)
         account.orders.placed(order, order_id, now_ms, filled=fill, resting=resting)
         return order_id
 
@@ -425,25 +432,23 @@ class Exchange:
         return events
 
     def set_book(self, pair: str, book: QuoteBook | None) -> None:
-        """The pair's current published book, what arrivals walk (with book_fills)."""
-        self.markets[pair].quotes = book
+        """The pair's current published book, what arrivals walk (with book_fills), and what
+        the queue rule reads the resting orders' queues from."""
+        market = self.markets[pair]
+        market.quotes = book
+        if book is not None and self.book_fills:
+            queue_on_book(market, book, self.fill_rule)
 
     def market_trades(self, pair: str, trades: Sequence[Trade], now_ms: int) -> list[Event]:
-        """Trades published on the pair: fill the resting orders they trade through, in order.
-
-        A trade at or below a bid fills it, one at or above an ask fills it (with
-        book_fills; otherwise the mark does that and this does nothing).
+        """Trades published on the pair: fill the resting orders they reach, by the fill
+        rule, in order (with book_fills; otherwise the mark does that and this does nothing).
         """
-        events: list[Event] = []
         if not self.book_fills:
-            return events
+            return []
         market = self.markets[pair]
-        for trade in trades:
-            if not len(market.book):
-                break
-            for order in market.book.pop_crossed(trade.price):
-                account = self.accounts[order.user_id]
-                fill_crossed(self._fill_step, account, market, order, now_ms, events)
+        events = fill_on_trades(
+            self._fill_step, self.accounts, market, trades, self.fill_rule, now_ms
+        )
         if events:
             self._liquidate(market, now_ms, events)
         return events

@@ -28,7 +28,8 @@ fills whole at its limit price, as maker, except that a resting fill never flips
 (the part beyond the position it reduces is cancelled), and it is cancelled whole when its
 positionType no longer matches the open position's or when opening would take more than the
 available balance plus its reserve. An order that ends unfilled releases its rest and its
-reserve.
+reserve. Against a published market, the queue rule fills a resting order in part
+(:func:`fill_part`): each part at its limit as maker, with its share of the reserve.
 
 Liquidation (:func:`positions_to_liquidate`, pure): an isolated position goes when its
 margin plus unrealized PnL falls to its maintenance margin, ``maintenance_rate x quantity x
@@ -65,6 +66,7 @@ __all__ = [
     "FillStep",
     "can_close",
     "fill_crossed",
+    "fill_part",
     "liquidation_price",
     "margin_and_fee",
     "plan_fill",
@@ -407,6 +409,67 @@ def fill_crossed(
         events,
         released_reserve=order.reserve,
     )
+
+
+def fill_part(
+    step: FillStep,
+    account: Account,
+    market: Market,
+    order: RestingOrder,
+    qty: Decimal,
+    now_ms: int,
+    events: list[Event],
+) -> bool:
+    """Fill part (qty < remaining) of a resting order at its limit, as maker; it keeps
+    resting with the rest and the rest of its reserve. The whole-fill rule's exceptions hold:
+    a part that would flip the position fills what it reduces and the order ends (cancelled),
+    and a positionType that no longer matches, or an opening part the available balance plus
+    its share of the reserve does not cover, cancels the order. True when the order ended
+    (the caller has taken it out of the book then)."""
+    balance = account.balances[market.coin]
+    position = account.positions.get(market.name)
+    opens = position is None or position.is_long == order.is_long
+    share = (order.reserve * qty / order.remaining).quantize(market.money_exp)
+    ended = False
+    if position is not None and position.position_type != order.position_type:
+        qty, ended = _ZERO, True
+    elif not opens:
+        assert position is not None
+        if qty >= position.quantity:
+            qty, ended = position.quantity, True
+    elif margin_and_fee(market, qty * order.price, order.lever, step.fees.maker) > (
+        balance.available + share
+    ):
+        qty, ended = _ZERO, True
+    if ended:
+        market.book.cancel(order)
+        account.orders.ended(order, qty, now_ms)
+    else:
+        account.orders.part_filled(order, qty, now_ms)
+    key = (market.name, order.is_long)
+    if qty:
+        account.resting[key] = account.resting.get(key, _ZERO) - qty
+        order.remaining -= qty
+        if not ended:
+            order.reserve -= share
+        step.apply(
+            account,
+            market,
+            order.order_id,
+            order.is_long,
+            qty,
+            order.price,
+            order.lever,
+            order.position_type,
+            False,
+            False,
+            now_ms,
+            events,
+            released_reserve=_ZERO if ended else share,
+        )
+    if ended:
+        release(step, account, market, order, events)
+    return ended
 
 
 def release(

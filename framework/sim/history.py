@@ -511,6 +511,13 @@ class OrderIndex:
         self.trim()
         return record
 
+    def part_filled(self, order: RestingOrder, filled: Decimal, now_ms: int) -> None:
+        """A resting order filled filled more and keeps resting (still OPEN)."""
+        record = self._by_id.get(order.order_id)
+        if record is not None:
+            record.filled += filled
+            record.update_ms = now_ms
+
     def forget(self, order_id: int) -> None:
         """Drop a record as if never placed (an atomic batch rolled back)."""
         record = self._by_id.pop(order_id, None)

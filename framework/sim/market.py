@@ -40,7 +40,7 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -109,6 +109,9 @@ class MarketSettings:
     index_smoothing: Decimal = attrs.field(default=Decimal("0.2"), validator=_share)
     # Market subscriptions (api_depth, api_trade, api_kline) one WebSocket may hold.
     max_subscriptions: int = attrs.field(default=64, validator=_between(1, 100_000))
+    # How resting orders fill on the published trades (framework.sim.fill_model): touch,
+    # through or queue; the paper venue's backtest.paper.fill_rule takes the same names.
+    fill_rule: Literal["touch", "through", "queue"] = "queue"
 
     def __attrs_post_init__(self) -> None:
         """Check what no single field can: ranges and periods."""

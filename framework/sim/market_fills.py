@@ -16,26 +16,46 @@ book (``Exchange.set_book``) and the trades that happened (``Exchange.market_tra
   so two orders never take the same quantity. A limit order that reaches no level is not
   crossing: it rests (GTC, POST_ONLY) or is dropped. Before any book is set, the mark rule
   of :func:`framework.sim.fills.plan_fill` applies.
-* Resting orders fill only when the market trades through them: a bid when a trade is
-  published at or below its price, an ask at or above it, whole, at its limit, as maker
-  (the rest of :func:`framework.sim.fills.fill_crossed`'s rule holds). A mark that moves
-  without a trade fills nothing; it still liquidates (at the mark, as before).
+* Resting orders fill only on published trades (:func:`fill_on_trades`), by the exchange's
+  fill rule (:class:`~framework.sim.fill_model.FillRule`, ``touch``, ``through`` or
+  ``queue``, the default):
+
+  - ``touch``: a bid fills when a trade is published at or below its price, an ask at or
+    above it, whole, at its limit, as maker (the rule before issue 28).
+  - ``through``: only a trade strictly beyond the price fills it (whole); one at the price
+    fills nothing.
+  - ``queue``: a trade beyond the price fills it whole; a trade at its price first takes the
+    size estimated ahead of it in the level's queue, and what is left of the trade fills it
+    in part (each part a maker match at its limit; the order keeps resting with the rest).
+    The queue starts at the displayed size at its price when it starts resting and follows
+    trades at the price and cancels (the level shrinking without trades, pro rata by
+    default): :mod:`framework.sim.queue` (:func:`follow_book`, at each new book).
+
+  The rest of :func:`framework.sim.fills.fill_crossed`'s rule holds (never flip a position,
+  cancel on a positionType mismatch or a balance that no longer covers the fill), for parts
+  too (:func:`framework.sim.fills.fill_part`). A mark that moves without a trade fills
+  nothing; it still liquidates (at the mark, as before). The side of a trade (``isLong``)
+  is not read: a trade at a price is a trade at that level.
 * The user's own fills are not published as market trades (the published trades are the
   producer's: the generator's or the recording's).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 
 import msgspec
 
-from framework.sim.fills import FillPlan
-from framework.sim.state import Market
-from framework.venue.market import Book
+from framework.sim.events import Event
+from framework.sim.fill_model import FillRule
+from framework.sim.fills import FillPlan, FillStep, fill_crossed, fill_part
+from framework.sim.queue import follow_book, trade_at_level
+from framework.sim.state import Account, Market
+from framework.venue.market import Book, Trade
 from framework.venue.models import MatchType, OrderInput
 
-__all__ = ["plan_book_fill"]
+__all__ = ["fill_on_trades", "plan_book_fill", "queue_on_book"]
 
 _ZERO = Decimal(0)
 
@@ -85,3 +105,47 @@ def plan_book_fill(market: Market, order: OrderInput, book: Book) -> tuple[FillP
         else msgspec.structs.replace(book, bids=tuple(left))
     )
     return FillPlan(fill, average, rest, True), remaining
+
+
+def queue_on_book(market: Market, book: Book, rule: FillRule) -> None:
+    """A new book of the pair: the resting orders' queues follow it (queue rule)."""
+    if rule.rule != "queue" or not len(market.book):
+        return
+    resting = [o for key in market.book.levels() for o in market.book.at_price(*key)]
+    follow_book(resting, book, rule.params.queue_start_share, rule.params.cancels)
+
+
+def fill_on_trades(
+    step: FillStep,
+    accounts: Mapping[int, Account],
+    market: Market,
+    trades: Sequence[Trade],
+    rule: FillRule,
+    now_ms: int,
+) -> list[Event]:
+    """Fill the resting orders of market that the published trades reach, by rule, in order."""
+    events: list[Event] = []
+    book = market.book
+    strict = rule.rule != "touch"
+    for trade in trades:
+        if not len(book):
+            break
+        price = trade.price
+        for order in book.pop_crossed(price, strict=strict):
+            fill_crossed(step, accounts[order.user_id], market, order, now_ms, events)
+        if rule.rule != "queue":
+            continue
+        for is_long in (True, False):
+            level = book.at_price(is_long, price)
+            if not level:
+                continue
+            for order, qty in zip(level, trade_at_level(level, trade.quantity), strict=True):
+                if not qty:
+                    continue
+                account = accounts[order.user_id]
+                if qty >= order.remaining:
+                    book.cancel(order)  # out of the book, whole: fill_crossed's rule
+                    fill_crossed(step, account, market, order, now_ms, events)
+                else:
+                    fill_part(step, account, market, order, qty, now_ms, events)
+    return events

@@ -69,6 +69,7 @@ from uvicorn.config import WS_PROTOCOLS
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from framework.sim.exchange import Exchange
+from framework.sim.fill_model import FillRule
 from framework.sim.history import OrderIndex
 from framework.twin.app import TwinApp
 from framework.twin.auth import Credentials, Verifier
@@ -300,6 +301,7 @@ class VenueTwin:
             self.settings,
             match_delay=self.faults.match_delay_ms,
             book_fills=self.settings.market.enabled,
+            fill_rule=FillRule(rule=self.settings.market.fill_rule),
         )
         self.verifier = Verifier(default_sign_type=self.settings.default_sign_type)
         self.hub = Hub(self.faults, self.counters)

@@ -20,7 +20,10 @@ of them, so its memory stays flat over a long run. What one request may cost is 
 ``market`` (:class:`~framework.sim.market.MarketSettings`, ``enabled: false`` by default):
 the seeded book and trades the twin publishes on its public market endpoints and WebSocket
 events, and fills user orders against when enabled (``venue.twin.market.enabled: true`` in
-a node's config, ``market: {enabled: true}`` in the twin's own settings file).
+a node's config, ``market: {enabled: true}`` in the twin's own settings file). Its
+``fill_rule`` (touch, through, queue; queue by default) is how resting orders fill on the
+published trades (:mod:`framework.sim.fill_model`), named as a paper venue's
+``backtest.paper.fill_rule``, so both can run the same rule.
 """
 
 from __future__ import annotations

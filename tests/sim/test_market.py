@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 
 from framework.sim.exchange import Exchange
+from framework.sim.fill_model import FillRule
 from framework.sim.market import MarketGenerator, MarketSettings, MarketTape, MarketTick, tapes
 from framework.sim.state import ExchangeSettings, FeeSettings
 from framework.venue.market import Book, Trade
@@ -154,7 +155,7 @@ def test_a_limit_order_takes_only_levels_within_its_price_and_rests_the_rest() -
 
 
 def test_a_resting_bid_fills_only_when_a_trade_crosses_it() -> None:
-    ex = exchange()
+    ex = exchange(fill_rule=FillRule(rule="touch"))  # whole, on a trade at its price
     ex.set_book(PAIR, book([("2001", "1")], [("1999", "1")]))
     ex.submit(1, [order("bid", long=True, qty="1", price="1990")], NOW, atomic=False)
     assert ex.set_mark(PAIR, Decimal(1980), NOW) == []  # the mark alone fills nothing
