@@ -47,7 +47,7 @@ from framework.engine.cancels import CancelAnswer
 from framework.fill_model_file import load_fill_model
 from framework.sim.events import BalanceChanged, Event
 from framework.sim.exchange import CANCEL_MESSAGES, Exchange
-from framework.sim.fill_model import FillModel, FillRule, QueueParams
+from framework.sim.fill_model import FillModel, FillRule
 from framework.sim.history import OrderRecord as SimOrder
 from framework.sim.latency import LatencySettings
 from framework.sim.records import (
@@ -113,6 +113,9 @@ class PaperSettings:
     latency_ms: int = attrs.field(default=0, validator=_non_negative)
     latency: LatencySettings | None = None
     fill_rule: Literal["touch", "through", "queue"] | None = None
+    fill_probability: Decimal | None = None
+    """touch and through: the chance a reaching trade fills a resting order (else the model
+    file's, else 1)."""
     fill_model: str | None = None
     slippage: Decimal = attrs.field(default=Decimal(0), validator=_non_negative)
     maker_fee: Decimal = attrs.field(default=Decimal("0.0002"), validator=_non_negative)
@@ -128,13 +131,20 @@ class PaperSettings:
         """One latency: the constant or the model."""
         if self.latency is not None and self.latency_ms:
             raise ValueError("backtest.paper: give latency_ms (constant) or latency, not both")
+        p = self.fill_probability
+        if p is not None and not (p.is_finite() and 0 <= p <= 1):
+            raise ValueError(f"fill_probability is a share between 0 and 1, got {p}")
+        if p is not None and p < 1 and self.fill_rule == "queue":
+            raise ValueError("fill_probability applies to the touch and through rules, not queue")
 
     def rule(self, model: FillModel | None) -> FillRule:
         """The fill rule: fill_rule, else the model file's, else queue."""
-        if self.fill_rule is None:
-            return model.fill if model is not None else FillRule()
-        params = model.fill.params if model is not None else QueueParams()
-        return FillRule(rule=self.fill_rule, params=params)
+        base = model.fill if model is not None else FillRule()
+        if self.fill_rule is not None:
+            base = FillRule(rule=self.fill_rule, params=base.params, seed=base.seed)
+        if self.fill_probability is not None:
+            base = attrs.evolve(base, fill_probability=self.fill_probability)
+        return base
 
     def latency_settings(self, model: FillModel | None) -> LatencySettings:
         """The latency model: latency, else latency_ms when set, else the model file's."""

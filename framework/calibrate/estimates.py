@@ -2,7 +2,8 @@
 
 Written here rather than taken from scipy/numpy: four closed forms (Wilson's interval for a
 proportion, a mean's normal interval, a log-normal fit by the moments of the logs, the
-Kaplan-Meier estimate with Greenwood's variance) over at
+Kaplan-Meier estimate with Greenwood's variance, and a one-parameter likelihood maximized by
+golden-section search with its profile-likelihood interval) over at
 most a million values do not justify a 30 MB dependency; :mod:`statistics` does the sums.
 Times are float milliseconds (a latency is no money); prices stay Decimal up to the basis
 points computed from them.
@@ -17,7 +18,16 @@ from typing import Final
 
 import attrs
 
-__all__ = ["Z95", "Estimate", "LogNormal", "filled_within", "lognormal", "mean", "wilson"]
+__all__ = [
+    "Z95",
+    "Estimate",
+    "LogNormal",
+    "filled_within",
+    "lognormal",
+    "mean",
+    "per_trial",
+    "wilson",
+]
 
 Z95: Final = statistics.NormalDist().inv_cdf(0.975)
 """The two-sided 95 % normal quantile (1.95996...)."""
@@ -141,3 +151,62 @@ def filled_within(
         half = Z95 * survive * math.sqrt(greenwood)
         out.append(Estimate(p, max(0.0, p - half), min(1.0, p + half), n))
     return out
+
+
+_GOLDEN: Final = (math.sqrt(5) - 1) / 2
+_HALF_CHI2: Final = statistics.NormalDist().inv_cdf(0.975) ** 2 / 2
+
+
+def per_trial(groups: Sequence[tuple[int, bool]]) -> Estimate | None:
+    """The chance p that one trial succeeds, from groups of k trials that succeeded or not.
+
+    A group is (k, success): k trials at one instant, success when one of them did (so its
+    chance is 1 - (1 - p)^k; with every k = 1 this is the binomial proportion). Maximum
+    likelihood; the 95 % interval is where the log-likelihood is within chi2(1)/2 of its
+    maximum. None without trials.
+    """
+    kept = [(k, s) for k, s in groups if k > 0]
+    trials = sum(k for k, _ in kept)
+    if not trials:
+        return None
+    eps = 1e-9
+
+    def loglik(p: float) -> float:
+        q = 1.0 - p
+        total = 0.0
+        for k, success in kept:
+            miss = q**k
+            total += math.log(max(1.0 - miss, 1e-300)) if success else k * math.log(max(q, 1e-300))
+        return total
+
+    lo, hi = eps, 1.0 - eps
+    a, b = lo + (1 - _GOLDEN) * (hi - lo), lo + _GOLDEN * (hi - lo)
+    fa, fb = loglik(a), loglik(b)
+    for _ in range(100):
+        if fa < fb:
+            lo, a, fa = a, b, fb
+            b = lo + _GOLDEN * (hi - lo)
+            fb = loglik(b)
+        else:
+            hi, b, fb = b, a, fa
+            a = lo + (1 - _GOLDEN) * (hi - lo)
+            fa = loglik(a)
+    best = (lo + hi) / 2
+    peak = loglik(best)
+    if all(s for _, s in kept):  # every group succeeded: the maximum is at 1
+        best, peak = 1.0, loglik(1.0 - eps)
+    if not any(s for _, s in kept):
+        best, peak = 0.0, loglik(eps)
+
+    def edge(inside: float, outside: float) -> float:
+        for _ in range(60):
+            middle = (inside + outside) / 2
+            if peak - loglik(middle) <= _HALF_CHI2:
+                inside = middle
+            else:
+                outside = middle
+        return inside
+
+    low = edge(min(max(best, eps), 1 - eps), eps) if best > eps else 0.0
+    high = edge(min(max(best, eps), 1 - eps), 1 - eps) if best < 1 - eps else 1.0
+    return Estimate(best, low, high, trials)

@@ -11,8 +11,12 @@ Each figure comes with its 95 % interval and the number of orders it rests on
   clocks disagree by more than the latency: counted (``clock_skew``), not fitted.
 * **Touch fill probability**: for resting orders (GTC and POST_ONLY limits that did not fill
   as taker on arrival), each trade printed at or through the order's price while it rested
-  is a trial; the fill is one success, the touches of earlier milliseconds failures (touches
-  in the fill's own millisecond are not told apart from it: counted as the success alone). p = fills /
+  is a trial. Trades of one millisecond cannot be told apart from the fill they made, so the
+  trials are grouped by millisecond: a group of k trials filled the order with chance
+  1 - (1 - p)^k; the fill's millisecond is the group that did, the earlier ones did not.
+  p by maximum likelihood, with its profile-likelihood interval
+  (:func:`~framework.calibrate.estimates.per_trial`). A fill whose millisecond no recorded
+  trade reached is counted apart (``fills_without_touch``), not a trial. p = fills /
   trials (Wilson interval). The twin's ``fill_probability`` is this parameter. A fill with
   no touch before it (a trade the recording missed, or a fill by a rule that needs none) is
   counted apart (``fills_without_touch``), not a trial.
@@ -29,6 +33,7 @@ Each figure comes with its 95 % interval and the number of orders it rests on
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, Final
@@ -41,6 +46,7 @@ from framework.calibrate.estimates import (
     filled_within,
     lognormal,
     mean,
+    per_trial,
     wilson,
 )
 from framework.calibrate.observations import Observations, OrderSeen
@@ -142,7 +148,8 @@ def fit(obs: Observations) -> Calibration:
     acks: dict[int, float] = {}
     arrivals: list[float] = []
     skew = 0
-    trials = successes = no_touch = 0
+    groups: list[tuple[int, bool]] = []
+    no_touch = 0
     distance: list[list[bool]] = [[] for _ in range(len(DISTANCE_EDGES_BPS) + 1)]
     watched: list[tuple[float, bool]] = []
     partial: list[bool] = []
@@ -171,15 +178,11 @@ def fit(obs: Observations) -> Calibration:
             continue
         resting += 1
         filled_at = first.create_time_stamp if first is not None else None
-        if filled_at is not None:
-            if any(t <= filled_at for t in seen.touches):
-                # The touches before the fill's millisecond failed; one of its own filled.
-                trials += 1 + sum(1 for t in seen.touches if t < filled_at)
-                successes += 1
-            else:
-                no_touch += 1
+        counted = Counter(t for t in seen.touches if filled_at is None or t <= filled_at)
+        if filled_at is not None and filled_at not in counted:
+            no_touch += 1  # no recorded trade reached it in its fill's millisecond
         else:
-            trials += len(seen.touches)
+            groups.extend((k, t == filled_at) for t, k in sorted(counted.items()))
         bps = _distance_bps(seen)
         if bps is not None:
             distance[_bucket_of(bps)].append(first is not None)
@@ -202,7 +205,7 @@ def fit(obs: Observations) -> Calibration:
         arrival=lognormal(arrivals),
         arrival_values=tuple(arrivals),
         clock_skew=skew,
-        touch_probability=wilson(successes, trials),
+        touch_probability=per_trial(groups),
         fills_without_touch=no_touch,
         by_distance=tuple(
             Bucket(_bucket_label(i), _share(flags)) for i, flags in enumerate(distance)

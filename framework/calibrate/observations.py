@@ -17,9 +17,9 @@ recording made by ``perpframe record`` or ``live`` with recording on:
   through a resting order's price while it rested (``touches``).
 
 The clocks: the recording's ``ts`` is the node's receipt time, a trade's and a match's
-``time`` the venue's. A touch counts for an order when it was received after the order's
-answer (the order rested by then) and, for a filled order, printed at or before its first
-match (same clock as the match). The two clocks are taken as aligned to well within a
+``time`` the venue's. A touch counts for an order when it was printed after the order's
+answer came (the order rested by then; a trade printed while the answer travelled is left
+out, touched or not) and, for a filled order, at or before its first match. The two clocks are taken as aligned to well within a
 trade's spacing; on loopback against the twin they are one clock.
 
 Bounded: at most ``max_orders`` orders are followed (the rest counted), ``MAX_TOUCHES`` touches
@@ -196,8 +196,10 @@ class _Reader:
                 tops = self.tops[record.pair] = deque(maxlen=BOOK_HISTORY)
             tops.append(Top(ts, record.best_bid, record.best_ask))
         elif isinstance(record, Trade):
+            printed = record.time if record.time is not None else ts
             for seen in self.resting.get(record.pair, ()):
-                if seen.answered_ms > ts or seen.ended_ms is not None:
+                # Printed after the answer came (venue time): the order rested by then.
+                if seen.answered_ms > printed or seen.ended_ms is not None:
                     continue
                 price = seen.order.price
                 assert price is not None
@@ -206,7 +208,7 @@ class _Reader:
                     if len(seen.touches) >= MAX_TOUCHES:
                         seen.touches_cut = True
                     else:
-                        seen.touches.append(record.time if record.time is not None else ts)
+                        seen.touches.append(printed)
 
     def top_before(self, pair: str, ms: int) -> Top | None:
         tops = self.tops.get(pair)

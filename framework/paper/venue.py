@@ -10,8 +10,9 @@ only, so the fill and latency models built there plug in unchanged):
   ``PaperVenue.on_market`` (:meth:`WallClockPaper.feeding`), as a backtest does: from the
   first book or trade on, market orders walk the latest book and resting orders fill when a
   trade reaches their price; a polled mark moves the mark (liquidations).
-* Orders: a batch reaches the paper account ``latency_ms`` (``venue.paper``) after it is
-  sent, on the wall clock. The pushes a call makes (its fills, a cancel's release) are
+* Orders: a batch reaches the paper account a latency after it is sent (``venue.paper``:
+  ``latency_ms``, a ``latency`` model or a ``fill_model`` file's, drawn per batch), on the
+  wall clock. The pushes a call makes (its fills, a cancel's release) are
   delivered right after its answer reached the engine, as live; those the market makes (a
   resting order filled by a trade) at once.
 * Pushes and matches: positions and balances as the records the stream decodes, into the
@@ -108,7 +109,6 @@ class WallClockPaper:
             now_ms=now_ms,
             coins={pair: config.settle_coin(pair) for pair in config.pairs},
         )
-        self.latency_ms = self.settings.latency_ms
         self._now_ms = now_ms
 
         def never(at: int, then: Callable[[], None]) -> None:  # reads never wait
@@ -123,7 +123,8 @@ class WallClockPaper:
         """What the log's start line says of the paper venue."""
         s = self.settings
         return {
-            "latency_ms": s.latency_ms,
+            "fill_rule": self.paper.fill_rule.describe(),
+            "latency": self.paper.latency.describe(),
             "maker_fee": str(s.maker_fee),
             "taker_fee": str(s.taker_fee),
             "balances": {c: str(b) for c, b in self.paper.initial.items()},
@@ -153,12 +154,13 @@ class WallClockPaper:
     # ---- Venue: orders
 
     def send_batch(self, orders: Sequence[OrderInput]) -> Awaitable[list[OrderResult]]:
-        """The batch, placed when it reaches the paper account (latency_ms from now)."""
+        """The batch, placed when it reaches the paper account (a latency draw from now)."""
         return self._create(list(orders))
 
     async def _create(self, orders: list[OrderInput]) -> list[OrderResult]:
-        if self.latency_ms:
-            await anyio.sleep(self.latency_ms / 1000)
+        delay = self.paper.arrival_delay_ms()  # the constant, or a draw of the model
+        if delay:
+            await anyio.sleep(delay / 1000)
         paper = self.paper
         paper.hold_pushes()
         try:

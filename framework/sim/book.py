@@ -43,6 +43,8 @@ class RestingOrder:
     # order at its price, and the level's displayed size last seen; None: not seen yet.
     ahead: Decimal | None = None
     level: Decimal | None = None
+    touches: int = 0
+    """Trades that reached it without filling it (the fill probability's draws)."""
 
 
 class Book:
@@ -127,6 +129,20 @@ class Book:
             order.active = False
             self._unlevel(order)
         self._active -= len(out)
+        return out
+
+    def crossed(self, mark: Decimal, *, strict: bool = False) -> list[RestingOrder]:
+        """The orders the mark crosses, left in the book: bids first, each side best first,
+        oldest first at a price (strict: only those it passes)."""
+        out: list[RestingOrder] = []
+        levels = self._levels
+        for is_long in (True, False):
+            keys = sorted((price for side, price in levels if side is is_long), reverse=is_long)
+            for price in keys:
+                reached = price > mark if is_long else price < mark
+                if not (reached or (not strict and price == mark)):
+                    break
+                out.extend(levels[(is_long, price)])
         return out
 
     def at_price(self, is_long: bool, price: Decimal) -> list[RestingOrder]:

@@ -13,6 +13,10 @@ rule:
   its price or beyond it (the rule before issue 28).
 * ``through``: only when a trade prints beyond its price (strictly below a bid, above an
   ask); a trade at its price fills nothing.
+* ``fill_probability`` (touch and through; 1 by default): each trade that reaches a resting
+  order fills it with this probability, else it keeps resting; the draw is a hash of
+  ``seed``, the order's id and how many trades have reached it, so a replay draws the same
+  (no random state). It is what ``perpframe calibrate`` fits (its "fill per touch").
 * ``queue`` (the default): a trade beyond the price fills the rest whole; a trade at the
   price first works through the size estimated ahead of the order, and only what is left
   fills it, in part (a match per part). How the size ahead starts and follows cancels is
@@ -25,6 +29,7 @@ The model file (YAML or JSON, schema version 1, :class:`FillModel`)::
     fill:
       rule: queue                   # touch | through | queue
       params: {queue_start_share: 1, cancels: pro_rata}
+      fill_probability: 1           # touch and through: the chance a reaching trade fills
     fitted: {orders: 412, ...}      # optional: what calibrate says of its fit (not read)
 
 Every key but ``version`` may be left out (its default). Unknown keys are refused; every bad
@@ -68,10 +73,21 @@ class FillRule:
 
     rule: Rule = "queue"
     params: QueueParams = QueueParams()
+    fill_probability: Decimal = attrs.field(default=Decimal(1), validator=_share)
+    """touch and through: the chance that a trade reaching a resting order fills it."""
+    seed: int = 0
+    """The draws' seed (the twin's, the backtest's)."""
+
+    def __attrs_post_init__(self) -> None:
+        """A fill probability below 1 is the touch and through rules' only."""
+        if self.fill_probability < 1 and self.rule == "queue":
+            raise ValueError("fill_probability applies to the touch and through rules, not queue")
 
     def describe(self) -> str:
         """The rule in a few words (for reports and logs)."""
         if self.rule != "queue":
+            if self.fill_probability < 1:
+                return f"{self.rule} (fill probability {self.fill_probability})"
             return self.rule
         p = self.params
         return f"queue (start share {p.queue_start_share}, cancels {p.cancels})"

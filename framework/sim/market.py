@@ -112,11 +112,16 @@ class MarketSettings:
     # How resting orders fill on the published trades (framework.sim.fill_model): touch,
     # through or queue; the paper venue's backtest.paper.fill_rule takes the same names.
     fill_rule: Literal["touch", "through", "queue"] = "queue"
+    # touch and through: the chance a trade reaching a resting order fills it (drawn from
+    # the twin's seed; what perpframe calibrate fits as the fill per touch).
+    fill_probability: Decimal = attrs.field(default=Decimal(1), validator=_share)
 
     def __attrs_post_init__(self) -> None:
         """Check what no single field can: ranges and periods."""
         if self.level_quantity_max < self.level_quantity_min:
             raise ValueError("level_quantity_max must not be below level_quantity_min")
+        if self.fill_probability < 1 and self.fill_rule == "queue":
+            raise ValueError("fill_probability applies to the touch and through rules, not queue")
         if self.trade_quantity_max < self.trade_quantity_min:
             raise ValueError("trade_quantity_max must not be below trade_quantity_min")
         if not 1 <= len(self.periods) <= 16:

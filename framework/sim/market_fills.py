@@ -24,6 +24,9 @@ book (``Exchange.set_book``) and the trades that happened (``Exchange.market_tra
     above it, whole, at its limit, as maker (the rule before issue 28).
   - ``through``: only a trade strictly beyond the price fills it (whole); one at the price
     fills nothing.
+  - with ``fill_probability`` below 1 (touch and through), each trade that reaches the order
+    fills it with that chance, else it keeps resting: a hash of the rule's seed, the order
+    id and its count of reaching trades, so a replay draws the same.
   - ``queue``: a trade beyond the price fills it whole; a trade at its price first takes the
     size estimated ahead of it in the level's queue, and what is left of the trade fills it
     in part (each part a maker match at its limit; the order keeps resting with the rest).
@@ -42,8 +45,10 @@ book (``Exchange.set_book``) and the trades that happened (``Exchange.market_tra
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
+from typing import Final
 
 import msgspec
 
@@ -56,6 +61,15 @@ from framework.venue.market import Book, Trade
 from framework.venue.models import MatchType, OrderInput
 
 __all__ = ["fill_on_trades", "plan_book_fill", "queue_on_book"]
+
+_DRAW_SCALE: Final = Decimal(2**64)
+
+
+def _draw(seed: int, order_id: int, touch: int) -> Decimal:
+    """A uniform draw in [0, 1) from the seed, the order and its touch (no random state)."""
+    digest = hashlib.blake2b(f"{seed}:{order_id}:{touch}".encode(), digest_size=8).digest()
+    return Decimal(int.from_bytes(digest, "big")) / _DRAW_SCALE
+
 
 _ZERO = Decimal(0)
 
@@ -127,10 +141,18 @@ def fill_on_trades(
     events: list[Event] = []
     book = market.book
     strict = rule.rule != "touch"
+    chance = rule.fill_probability
     for trade in trades:
         if not len(book):
             break
         price = trade.price
+        if chance < 1:  # touch or through: each reaching trade fills with that chance
+            for order in book.crossed(price, strict=strict):
+                order.touches += 1
+                if _draw(rule.seed, order.order_id, order.touches) < chance:
+                    book.cancel(order)  # out of the book, whole: fill_crossed's rule
+                    fill_crossed(step, accounts[order.user_id], market, order, now_ms, events)
+            continue
         for order in book.pop_crossed(price, strict=strict):
             fill_crossed(step, accounts[order.user_id], market, order, now_ms, events)
         if rule.rule != "queue":

@@ -301,7 +301,11 @@ class VenueTwin:
             self.settings,
             match_delay=self.faults.match_delay_ms,
             book_fills=self.settings.market.enabled,
-            fill_rule=FillRule(rule=self.settings.market.fill_rule),
+            fill_rule=FillRule(
+                rule=self.settings.market.fill_rule,
+                fill_probability=self.settings.market.fill_probability,
+                seed=seed,
+            ),
         )
         self.verifier = Verifier(default_sign_type=self.settings.default_sign_type)
         self.hub = Hub(self.faults, self.counters)

@@ -1,5 +1,6 @@
 """Issue 28's calibration test: a recording made against the twin with a known injected
-latency is read back by ``perpframe calibrate``, which recovers the latency within 10 %.
+latency and fill probability is read back by ``perpframe calibrate``, which recovers each
+within 10 %, and writes a model file the fill model's reader takes.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from framework.calibrate.cli import calibrate_main
 from framework.calibrate.fit import fit
 from framework.calibrate.journal_orders import journal_orders
 from framework.calibrate.observations import observe
+from framework.fill_model_file import load_fill_model
 from framework.live.cli import record_main
 from framework.venue.models import MatchType
 
-LATENCY_S = 0.05
+LATENCY_S = 0.1
+FILL_PROBABILITY = Decimal("0.5")
+BIDS = 20
 
 CONFIG = f"""\
 venue:
@@ -28,7 +32,7 @@ venue:
   twin:
     seed: 5
     prices: {{tick_interval: 0.05, max_step_ticks: 20}}
-    market: {{enabled: true}}
+    market: {{enabled: true, fill_rule: touch, fill_probability: "{FILL_PROBABILITY}"}}
     faults: {{latency: {LATENCY_S}}}
 pairs:
   ETH-USD: {{}}
@@ -46,7 +50,8 @@ logging: {{level: WARNING}}
 
 
 class Prober(Strategy):
-    """Every 0.2 s: a small market order, and a GTC bid at the best bid (canceled after 1 s)."""
+    """Every 0.2 s: a small market order, and BIDS GTC bids at the best bid (canceled after
+    1 s): each trade at or below them is a trial for each."""
 
     def on_start(self) -> None:
         self.pair: str = self.params["pair"]
@@ -72,16 +77,17 @@ class Prober(Strategy):
         self.submit(
             OrderIntent(pair=self.pair, is_long=self.side, quantity=q, match_type=MatchType.IOC)
         )
-        coid = self.submit(
-            OrderIntent(
-                pair=self.pair,
-                is_long=True,
-                quantity=q,
-                price=book.best_bid,
-                match_type=MatchType.GTC,
+        for _ in range(BIDS):
+            coid = self.submit(
+                OrderIntent(
+                    pair=self.pair,
+                    is_long=True,
+                    quantity=q,
+                    price=book.best_bid,
+                    match_type=MatchType.GTC,
+                )
             )
-        )
-        self.sent.append((coid, now))
+            self.sent.append((coid, now))
 
 
 def test_calibrate_recovers_the_twins_injected_latency(tmp_path: Path) -> None:
@@ -89,7 +95,7 @@ def test_calibrate_recovers_the_twins_injected_latency(tmp_path: Path) -> None:
     journal = tmp_path / "probe.sqlite"
     config.write_text(CONFIG.replace("JOURNAL", str(journal)), encoding="utf-8")
     recording = tmp_path / "probe.jsonl.gz"
-    assert record_main(["-c", str(config), "--out", str(recording), "--duration", "6"]) == 0
+    assert record_main(["-c", str(config), "--out", str(recording), "--duration", "8"]) == 0
 
     cal = fit(observe(recording))
     assert cal.orders > 30
@@ -100,15 +106,25 @@ def test_calibrate_recovers_the_twins_injected_latency(tmp_path: Path) -> None:
     assert abs(cal.ack.median.value - injected) <= 0.1 * injected, cal.ack
     assert abs(cal.arrival.median.value - injected) <= 0.1 * injected, cal.arrival
     assert cal.market > 10 and cal.slippage_bps is not None
-    assert cal.resting > 5 and cal.touch_probability is not None
+    touch = cal.touch_probability
+    assert cal.resting > 100 and touch is not None and touch.n > 500, touch
+    assert abs(touch.value - float(FILL_PROBABILITY)) <= 0.1 * float(FILL_PROBABILITY), touch
+    assert touch.low <= float(FILL_PROBABILITY) <= touch.high, touch
 
     out, report = tmp_path / "model.yaml", tmp_path / "calibrate.html"
     argv = ["--recording", str(recording), "--out", str(out), "--report", str(report)]
     assert calibrate_main(argv) == 0
     model: dict[str, Any] = yaml.safe_load(out.read_text(encoding="utf-8"))
-    assert model["version"] == 1 and model["kind"] == "perpframe-fill-model"
-    median = model["latency"]["ack"]["median"]
-    assert median["low"] <= median["value"] <= median["high"] and median["n"] == len(cal.ack_values)
+    assert model["version"] == 1 and model["fitted"]["kind"] == "perpframe-fill-model"
+    median = model["fitted"]["latency_to_answer"]["median"]
+    assert median["low"] <= median["value"] <= median["high"]
+    assert median["n"] == len(cal.ack_values)
+    # The file is the fill model a backtest, a paper run or a shadow reads (fill_model:).
+    loaded = load_fill_model(out)
+    assert loaded.fill.rule == "touch"
+    assert abs(loaded.fill.fill_probability - FILL_PROBABILITY) <= Decimal("0.05")
+    assert loaded.latency.model == "lognormal" and loaded.latency.median_ms is not None
+    assert abs(loaded.latency.median_ms - injected) <= 0.1 * injected
     assert "plotly" in report.read_text(encoding="utf-8")
 
     # An older recording (no request kept) with the node's journal: the orders come from

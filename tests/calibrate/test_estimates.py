@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
-from framework.calibrate.estimates import filled_within, lognormal, mean, wilson
+from framework.calibrate.estimates import filled_within, lognormal, mean, per_trial, wilson
 
 
 def test_wilson_interval_of_a_known_case() -> None:
@@ -38,3 +39,19 @@ def test_kaplan_meier_counts_a_censored_order_only_while_watched() -> None:
     assert within_10 is None  # past every order's watch: no information
     # The naive share would call the order canceled at 2 s a miss within 3 s: 2/4 = 0.5.
     assert within_3.value != 0.5
+
+
+def test_per_trial_is_the_proportion_for_single_trials_and_sees_through_groups() -> None:
+    single = per_trial([(1, i < 30) for i in range(100)])
+    assert single is not None and single.value == pytest.approx(0.3, abs=1e-6)
+    assert 0.21 < single.low < 0.3 < single.high < 0.40 and single.n == 100
+    # Groups of 3 trials at one instant, each trial filling with chance 0.4: a group fills
+    # with chance 1 - 0.6^3 = 0.784; counting a group as one trial would read 0.78.
+    rng = random.Random(7)
+    groups = [(3, any(rng.random() < 0.4 for _ in range(3))) for _ in range(4000)]
+    fitted = per_trial(groups)
+    assert fitted is not None and fitted.n == 12000
+    assert fitted.low < 0.4 < fitted.high and abs(fitted.value - 0.4) < 0.02
+    assert per_trial([]) is None
+    always = per_trial([(2, True), (1, True)])
+    assert always is not None and always.value == 1.0 and always.high == 1.0

@@ -181,3 +181,35 @@ def test_a_seeded_latency_model_draws_the_same_delays(settings: LatencySettings)
 def test_latency_settings_refuse_what_cannot_work(kw: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         LatencySettings(**kw)  # type: ignore[arg-type]
+
+
+def fills_with_chance(chance: str, seed: int, orders: int = 400) -> list[str]:
+    """Which of many touch bids one trade at their price fills, under a fill probability."""
+    ex = Exchange(
+        ExchangeSettings(fees=FeeSettings()),
+        book_fills=True,
+        fill_rule=FillRule(rule="touch", fill_probability=D(chance), seed=seed),
+    )
+    ex.open_account(1, None, {"USD": D(100000)})
+    ex.set_book(PAIR, book([("2000", "3")]))
+    for i in range(orders):
+        bid(ex, f"b{i}", "2000", qty="0.01")
+    ex.market_trades(PAIR, [trade("2000", "0.1")], NOW)
+    resting = {o.client_order_id for o in ex.resting_orders(PAIR)}
+    return [f"b{i}" for i in range(orders) if f"b{i}" not in resting]
+
+
+def test_a_fill_probability_fills_that_share_of_the_reached_orders_the_same_each_replay() -> None:
+    once, again = fills_with_chance("0.3", seed=5), fills_with_chance("0.3", seed=5)
+    assert once == again  # no random state: the same seed and orders draw the same
+    assert 0.22 * 400 < len(once) < 0.38 * 400  # about 0.3 of 400 (a binomial's 4 sd)
+    assert fills_with_chance("0.3", seed=6) != once
+    assert fills_with_chance("1", seed=5, orders=10) == [f"b{i}" for i in range(10)]
+    assert fills_with_chance("0", seed=5, orders=10) == []
+
+
+def test_a_fill_probability_is_the_touch_and_through_rules_only() -> None:
+    with pytest.raises(ValueError, match="not queue"):
+        FillRule(rule="queue", fill_probability=D("0.5"))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        FillRule(rule="touch", fill_probability=D("1.5"))
