@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "backtest": ("framework.backtest.cli", "backtest_main", "replay a recording (dry run)"),
     "sweep": ("framework.backtest.sweep_cli", "sweep_main", "many backtests over parameters"),
     "bench": ("framework.bench", "main", "run the benchmark scripts and print figures"),
+    "incident": ("framework.incident.cli", "incident_main", "bundle a live session, replay it"),
 }
 """Subcommand -> (module, function taking argv and returning the exit status, help)."""
 

@@ -1,0 +1,166 @@
+"""The comparison of a replay with what the live node journaled, step by step.
+
+Why intents first: what a strategy decided is what it asked for, in order. The k-th intent
+of the replay must be the live node's k-th: the same clientOrderId, strategy, pair, side,
+size, price and kind, from the session's start (the warm-up counts: a strategy that already
+differs before T1 is not the one that ran). Then the cancels: an order the replay cancels
+must be one live cancelled (a live order that ended CANCELED without a replay cancel is not
+a divergence: the venue may have cancelled it). Then the state at T1: the orders the replay
+holds open when T1 is reached must be the ones the journal held open then. The first
+divergence is reported with the 20 recorded events before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any, Final
+
+import attrs
+
+from framework.incident.replay import Made, ReplayOutcome, describe
+from framework.recording import LINE_ERRORS, decode_line
+
+__all__ = ["CONTEXT", "Divergence", "Verdict", "compare", "render"]
+
+CONTEXT: Final = 20
+"""Recorded events shown before a divergence."""
+
+
+@attrs.frozen
+class Divergence:
+    """The first step at which the replay differs: where, what live did, what the replay did."""
+
+    event: int
+    what: str
+    live: str
+    replay: str
+
+
+@attrs.frozen
+class Verdict:
+    """A comparison's result: matched (divergence None) or the first divergence."""
+
+    events: int
+    intents: int
+    divergence: Divergence | None
+
+
+def _live_text(i: Mapping[str, Any]) -> str:
+    side = "buy" if i["is_long"] else "sell"
+    price = "market" if i["is_market"] else f"@ {i['price']}"
+    return f"{i['client_order_id']} {i['strategy']} {i['pair']} {side} {i['quantity']} {price}"
+
+
+def _replay_text(m: Made) -> str:
+    intent = m.intent
+    side = "buy" if intent.is_long else "sell"
+    price = "market" if intent.is_market else f"@ {intent.price}"
+    return f"{m.client_order_id} {m.strategy} {intent.pair} {side} {intent.quantity} {price}"
+
+
+def _same(live: Mapping[str, Any], m: Made) -> bool:
+    intent = m.intent
+    live_price = None if live["price"] is None else Decimal(str(live["price"]))
+    return (
+        str(live["client_order_id"]) == m.client_order_id
+        and live["strategy"] == m.strategy
+        and live["pair"] == intent.pair
+        and bool(live["is_long"]) == intent.is_long
+        and Decimal(str(live["quantity"])) == intent.quantity
+        and bool(live["is_market"]) == intent.is_market
+        and (intent.is_market or live_price == intent.price)
+    )
+
+
+def compare(outcome: ReplayOutcome) -> Verdict:
+    """The replay against the live slice: matched, or the first divergence."""
+    live: Sequence[Mapping[str, Any]] = outcome.journal["intents"]
+    made = outcome.made
+    window = outcome.manifest["window"]
+    t1 = int(window["from_ms"])
+    in_window = sum(1 for m in made if m.ms >= t1)
+    for k in range(max(len(live), len(made))):
+        ours = made[k] if k < len(made) else None
+        theirs = live[k] if k < len(live) else None
+        if ours is not None and theirs is not None and _same(theirs, ours):
+            continue
+        event = ours.event if ours is not None else outcome.events
+        return Verdict(
+            outcome.window_events,
+            in_window,
+            Divergence(
+                event,
+                f"intent {k + 1}",
+                "nothing" if theirs is None else _live_text(theirs),
+                "nothing" if ours is None else _replay_text(ours),
+            ),
+        )
+    by_id = {str(i["client_order_id"]): i for i in live}
+    for ms, kind, coids in outcome.sent:
+        if kind != "cancel":
+            continue
+        for coid in coids:
+            status = by_id.get(coid, {}).get("status")
+            if status != "CANCELED":
+                return Verdict(
+                    outcome.window_events,
+                    in_window,
+                    Divergence(
+                        _event_at(made, ms, outcome.events),
+                        "cancel",
+                        f"{coid} was not cancelled (live status {status or 'unknown'})",
+                        f"cancel {coid}",
+                    ),
+                )
+    expected = outcome.journal.get("open_at_t1")
+    found = outcome.open_at_t1
+    if found is not None and expected is not None and sorted(expected) != found:
+        return Verdict(
+            outcome.window_events,
+            in_window,
+            Divergence(
+                _event_at(made, t1, outcome.events),
+                "open orders at --from",
+                ", ".join(sorted(expected)) or "none",
+                ", ".join(found) or "none",
+            ),
+        )
+    return Verdict(outcome.window_events, in_window, None)
+
+
+def _event_at(made: Sequence[Made], ms: int, default: int) -> int:
+    before = [m.event for m in made if m.ms <= ms]
+    return before[-1] if before else default
+
+
+def _events_before(recording: bytes, event: int) -> list[str]:
+    lines = recording.splitlines()
+    first = max(0, event - CONTEXT)
+    out = []
+    for number in range(first, min(event, len(lines))):
+        try:
+            record = decode_line(lines[number])
+        except LINE_ERRORS:
+            continue
+        out.append(f"  {number + 1:>7} {int(record.ts)} {describe(record)}")
+    return out
+
+
+def render(verdict: Verdict, outcome: ReplayOutcome) -> str:
+    """The closing text: "replay matched: ..." or the divergence and the events before it."""
+    if verdict.divergence is None:
+        return f"replay matched: {verdict.events} events, {verdict.intents} intents"
+    d = verdict.divergence
+    t1 = int(outcome.manifest["window"]["from_ms"])
+    lines = [
+        f"replay diverged at event {d.event}: {d.what}",
+        f"  live:   {d.live}",
+        f"  replay: {d.replay}",
+        f"the {CONTEXT} events before it (number, ts, event):",
+        *_events_before(outcome.recording, d.event),
+    ]
+    made_before = [m for m in outcome.made if m.event <= d.event]
+    if made_before and made_before[-1].ms < t1:
+        lines.append("(this is in the warm-up, before --from)")
+    return "\n".join(lines)

@@ -1,0 +1,296 @@
+"""``perpframe incident replay``: a bundle's session replayed through the same kernel.
+
+Why its own wiring rather than a backtest: a backtest asks what a strategy *would* have done
+against a paper account; an incident replay asks whether the strategies do again what they
+did. So the edges differ from a backtest's: every recorded push and match page is delivered
+as live heard it (own fills included), the venue answers from the live journal
+(:class:`~framework.incident.venue.JournalVenue`: nothing is ever sent, no network config is
+read), client ids are drawn from the live node's id space, and the strategies are built from
+the source carried in the bundle, never from what is installed. The rest is the kernel, the
+Replayer and the Executor of a backtest, unchanged.
+
+The replay runs from the session's first recorded line (the warm-up) to T2 and counts the
+window ``[T1, T2]``; each recorded line is one event, numbered from 1. A hook may stop at
+event N (``--break-at N``: pdb, with the state in ``state``).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from framework.backtest.replay import Replayer
+from framework.backtest.timeline import Repeating, Timeline
+from framework.config import parse_config, split_section
+from framework.engine.bus import Bus
+from framework.engine.client_ids import ClientIdGenerator
+from framework.engine.clock import VirtualClock
+from framework.engine.events import Timer
+from framework.engine.intents import OrderIntent
+from framework.engine.kernel import Kernel, StrategyFactory
+from framework.engine.strategy import Strategy
+from framework.engine.venue import Executor
+from framework.incident.bundle import read_bundle
+from framework.incident.venue import JournalVenue, LiveIds
+from framework.recording import LineRecord, RecordingReader
+from framework.venue.codec import push_types
+from framework.venue.errors import FrameworkError
+
+__all__ = ["Made", "ReplayOutcome", "ReplayState", "describe", "replay_bundle"]
+
+
+@attrs.frozen
+class Made:
+    """One intent the replay's strategies made: after which event, when, and what."""
+
+    event: int
+    ms: int
+    strategy: str
+    client_order_id: str
+    intent: OrderIntent
+
+
+@attrs.define
+class ReplayState:
+    """What --break-at hands the debugger: the kernel and what the replay did so far."""
+
+    event: int
+    record: LineRecord
+    kernel: Kernel
+    strategies: list[Strategy]
+    made: list[Made]
+    venue: JournalVenue
+
+
+@attrs.define
+class ReplayOutcome:
+    """A finished replay: the bundle's manifest and live slice, and what the replay did."""
+
+    manifest: dict[str, Any]
+    journal: dict[str, Any]
+    events: int
+    window_events: int
+    made: list[Made]
+    sent: list[tuple[int, str, tuple[str, ...]]]
+    open_at_t1: list[str] | None
+    recording: bytes
+    stopped_at: int | None = None
+
+
+def describe(record: LineRecord) -> str:
+    """One short line naming a recorded event."""
+    if record.frame is not None:
+        return f"ws {record.frame[:100]}"
+    if record.kind is not None:
+        return f"market {record.kind} {getattr(record, 'pair', '')}"
+    return f"rest {record.path} {record.query or ''}".rstrip()
+
+
+def _bundled_classes(sources: Mapping[str, bytes], specs: Sequence[Any]) -> list[StrategyFactory]:
+    """The config's strategies, built from the bundle's source of their modules."""
+    modules: dict[str, types.ModuleType] = {}
+    factories: list[StrategyFactory] = []
+    for spec in specs:
+        module_name, _, class_name = spec.class_.partition(":")
+        module = modules.get(module_name)
+        if module is None:
+            source = sources.get(module_name)
+            if source is None:
+                raise FrameworkError(f"bundle: no source for strategy module {module_name!r}")
+            module = types.ModuleType(module_name)
+            module.__file__ = f"<bundle>/{module_name.replace('.', '/')}.py"
+            saved = sys.modules.get(module_name)
+            sys.modules[module_name] = module  # for what the module does while it runs
+            try:
+                code = compile(source, module.__file__, "exec")
+                exec(code, module.__dict__)  # the bundle's strategy, as live ran it
+            finally:
+                if saved is None:
+                    del sys.modules[module_name]
+                else:
+                    sys.modules[module_name] = saved
+            modules[module_name] = module
+        cls = getattr(module, class_name, None)
+        if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+            raise FrameworkError(f"bundle: {spec.class_} is not a Strategy in its bundled source")
+        factories.append(_factory(cls, spec))
+    return factories
+
+
+def _factory(cls: type[Strategy], spec: Any) -> StrategyFactory:
+    def make(context: Any) -> Strategy:
+        return cls(spec.name, context, spec.params, pairs=spec.pairs)
+
+    make.__name__ = spec.name
+    return make
+
+
+class _EventReader(RecordingReader):
+    """The recording one record at a time, a hook after each (the replay's event count)."""
+
+    def __init__(self, path: Path, after: Callable[[int, LineRecord], None]) -> None:
+        super().__init__(path)
+        self._after = after
+        self.count = 0
+
+    def record_batches(self) -> Iterator[list[LineRecord]]:
+        for batch in super().record_batches():
+            for record in batch:
+                yield [record]
+                self.count += 1
+                self._after(self.count, record)
+
+
+def _first_seq(intents: Sequence[Mapping[str, Any]], prefix: str) -> int:
+    for intent in intents:
+        coid = str(intent["client_order_id"])
+        if coid.startswith(prefix):
+            try:
+                return int(coid[len(prefix) :], 16)
+            except ValueError:
+                continue
+    return 0
+
+
+def replay_bundle(
+    bundle: str | Path,
+    *,
+    break_at: int | None = None,
+    on_break: Callable[[ReplayState], None] | None = None,
+) -> ReplayOutcome:
+    """Replay a bundle (refused in one line when it does not match its manifest)."""
+    manifest, parts = read_bundle(bundle)
+    journal = orjson.loads(parts["journal.json"])
+    text = split_section(parts["config.yaml"].decode(), "backtest")[0]
+    config = parse_config(
+        text, source=f"{bundle}:config.yaml", resolve_strategies=False, venue_used=False
+    )
+    sources = {
+        module: parts[entry["part"]] for module, entry in manifest.get("strategies", {}).items()
+    }
+    factories = _bundled_classes(sources, config.strategies)
+    window = manifest["window"]
+    t1, t2 = int(window["from_ms"]), int(window["to_ms"])
+    start = int(manifest["session"]["first_ms"])
+    intents = journal["intents"]
+    node = str(journal["node"])
+    tag = journal.get("id_tag") or "x"
+    prefix = f"{node}{tag}-"
+
+    clock = VirtualClock(start)
+    timeline = Timeline(clock)
+    kernel = Kernel(config, clock)
+    venue = JournalVenue(intents, now_ms=clock.now_ms)
+    ids = ClientIdGenerator(node, LiveIds(tag, _first_seq(intents, prefix)))
+    executor = Executor(
+        partial(kernel.build_engine, ids=ids, random=random.Random(1).random),
+        venue,
+        schedule=timeline.at,
+    )
+    engine = executor.engine
+    made: list[Made] = []
+    events = [0]
+
+    def submit(strategy: str, intent: OrderIntent) -> str:
+        coid = engine.submit(strategy, intent)
+        made.append(Made(events[0], clock.ms, strategy, coid, intent))
+        return coid
+
+    timers: dict[tuple[str, str], Repeating] = {}
+
+    def schedule(strategy: str, name: str, every_s: float) -> None:
+        interval = max(1, round(every_s * 1000))
+        old = timers.pop((strategy, name), None)
+        if old is not None:
+            old.cancel()
+        timers[(strategy, name)] = timeline.every(
+            interval, _TimerFire(kernel.bus, clock, strategy, name), first_ms=clock.ms + interval
+        )
+
+    strategies = kernel.load_strategies(schedule=schedule, submit=submit, factories=factories)
+    kernel.feeds("recording", push_types())
+    kernel.load_sources(config.sources)
+    replayer = Replayer(
+        clock=clock,
+        timeline=timeline,
+        routes=kernel.routes,
+        on_match=kernel.on_match,
+        sources=kernel.sources,
+        executor=executor,
+        reread_ids=config.polling.reread_ids,
+        reread_age_ms=int(config.polling.reread_age_s * 1000),
+        declare=partial(kernel.feeds, "recording"),
+    )
+    window_events = [0]
+    open_at_t1: list[list[str]] = []
+    stopped: list[int] = []
+
+    def after(index: int, record: LineRecord) -> None:
+        events[0] = index
+        ts = int(record.ts)
+        if not open_at_t1 and ts >= t1:
+            open_at_t1.append(sorted(o.client_order_id for o in engine.open_orders()))
+        if t1 <= ts <= t2:
+            window_events[0] += 1
+        if break_at is not None and index == break_at and not stopped:
+            stopped.append(index)
+            state = ReplayState(index, record, kernel, strategies, list(made), venue)
+            (on_break or _debug)(state)
+
+    with tempfile.TemporaryDirectory(prefix="incident-") as tmp:
+        path = Path(tmp) / "recording.jsonl"
+        path.write_bytes(parts["recording.jsonl"])
+        reader = _EventReader(path, after)
+        timeline.run_until(clock.ms)
+        for _ in kernel.starting():
+            pass
+        replayer.settle()
+        replayer.run(reader)
+        # Timers run on to T2, or to the session's last line when it ended before (the
+        # live node stopped then: what its timers would have done after is no event).
+        end = min(t2, int(manifest["session"]["last_ms"]))
+        timeline.run_until(max(clock.ms, end), replayer.settle)
+        replayer.settle()
+    return ReplayOutcome(
+        manifest=manifest,
+        journal=journal,
+        events=events[0],
+        window_events=window_events[0],
+        made=made,
+        sent=venue.sent,
+        open_at_t1=open_at_t1[0] if open_at_t1 else None,
+        recording=parts["recording.jsonl"],
+        stopped_at=stopped[0] if stopped else None,
+    )
+
+
+def _debug(state: ReplayState) -> None:
+    """--break-at's default: pdb, with the replay's state as ``state``."""
+    import pdb
+
+    print(
+        f"incident replay: stopped after event {state.event} ({describe(state.record)});"
+        " the replay's state is `state` (kernel, strategies, made, venue); `c` goes on",
+        file=sys.stderr,
+    )
+    pdb.Pdb().set_trace()
+
+
+@attrs.define(slots=True, eq=False)
+class _TimerFire:
+    bus: Bus
+    clock: VirtualClock
+    strategy: str
+    name: str
+
+    def __call__(self) -> None:
+        self.bus.publish(Timer(self.name, self.strategy, self.clock.now()))
