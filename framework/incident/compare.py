@@ -59,11 +59,13 @@ def _replay_text(m: Made) -> str:
     return f"{m.client_order_id} {m.strategy} {intent.pair} {side} {intent.quantity} {price}"
 
 
-def _same(live: Mapping[str, Any], m: Made) -> bool:
+def _same(live: Mapping[str, Any], m: Made, node: str) -> bool:
     intent = m.intent
     live_price = None if live["price"] is None else Decimal(str(live["price"]))
+    coid = str(live["client_order_id"])
+    chosen = not coid.startswith(node)  # a strategy's own id: it must be the same
     return (
-        str(live["client_order_id"]) == m.client_order_id
+        (not chosen or coid == m.client_order_id)
         and live["strategy"] == m.strategy
         and live["pair"] == intent.pair
         and bool(live["is_long"]) == intent.is_long
@@ -73,59 +75,93 @@ def _same(live: Mapping[str, Any], m: Made) -> bool:
     )
 
 
+def _intents(outcome: ReplayOutcome, node: str) -> Divergence | None:
+    """The first intent, over all strategies (by event), that differs from live's."""
+    live_of: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in outcome.journal["intents"]:
+        live_of.setdefault(str(entry["strategy"]), []).append(entry)
+    made_of: dict[str, list[Made]] = {}
+    for m in outcome.made:
+        made_of.setdefault(m.strategy, []).append(m)
+    sent = {coid for _, kind, coids in outcome.sent if kind == "create" for coid in coids}
+    found: list[Divergence] = []
+    for strategy in sorted(set(live_of) | set(made_of)):
+        theirs_all, ours_all = live_of.get(strategy, []), made_of.get(strategy, [])
+        for k in range(max(len(theirs_all), len(ours_all))):
+            ours = ours_all[k] if k < len(ours_all) else None
+            theirs = theirs_all[k] if k < len(theirs_all) else None
+            what = f"intent {k + 1} of {strategy}"
+            event = ours.event if ours is not None else outcome.events
+            if ours is None or theirs is None or not _same(theirs, ours, node):
+                found.append(
+                    Divergence(
+                        event,
+                        what,
+                        "nothing" if theirs is None else _live_text(theirs),
+                        "nothing" if ours is None else _replay_text(ours),
+                    )
+                )
+                break
+            live_sent = bool(theirs["sent"]) or theirs["order_id"] is not None
+            if live_sent != (ours.client_order_id in sent):
+                found.append(
+                    Divergence(
+                        event,
+                        f"{what}: its outcome",
+                        _live_text(theirs) + (" sent" if live_sent else " not sent"),
+                        _replay_text(ours) + (" sent" if not live_sent else " not sent"),
+                    )
+                )
+                break
+    return min(found, key=lambda d: d.event) if found else None
+
+
 def compare(outcome: ReplayOutcome) -> Verdict:
     """The replay against the live slice: matched, or the first divergence."""
-    live: Sequence[Mapping[str, Any]] = outcome.journal["intents"]
     made = outcome.made
-    window = outcome.manifest["window"]
-    t1 = int(window["from_ms"])
+    t1 = int(outcome.manifest["window"]["from_ms"])
+    node = str(outcome.journal["node"])
     in_window = sum(1 for m in made if m.ms >= t1)
-    for k in range(max(len(live), len(made))):
-        ours = made[k] if k < len(made) else None
-        theirs = live[k] if k < len(live) else None
-        if ours is not None and theirs is not None and _same(theirs, ours):
-            continue
-        event = ours.event if ours is not None else outcome.events
-        return Verdict(
-            outcome.window_events,
-            in_window,
-            Divergence(
-                event,
-                f"intent {k + 1}",
-                "nothing" if theirs is None else _live_text(theirs),
-                "nothing" if ours is None else _replay_text(ours),
-            ),
-        )
-    by_id = {str(i["client_order_id"]): i for i in live}
+
+    def diverged(divergence: Divergence) -> Verdict:
+        return Verdict(outcome.window_events, in_window, divergence)
+
+    first = _intents(outcome, node)
+    if first is not None:
+        return diverged(first)
+    # Every intent matched its live one, strategy by strategy: the replay's ids name them.
+    live_of: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in outcome.journal["intents"]:
+        live_of.setdefault(str(entry["strategy"]), []).append(entry)
+    as_live = {m.client_order_id: live_of[m.strategy][m.rank - 1] for m in made}
     for ms, kind, coids in outcome.sent:
         if kind != "cancel":
             continue
         for coid in coids:
-            status = by_id.get(coid, {}).get("status")
+            theirs = as_live.get(coid)
+            status = None if theirs is None else theirs.get("status")
             if status != "CANCELED":
-                return Verdict(
-                    outcome.window_events,
-                    in_window,
+                return diverged(
                     Divergence(
                         _event_at(made, ms, outcome.events),
                         "cancel",
                         f"{coid} was not cancelled (live status {status or 'unknown'})",
                         f"cancel {coid}",
-                    ),
+                    )
                 )
     expected = outcome.journal.get("open_at_t1")
     found = outcome.open_at_t1
-    if found is not None and expected is not None and sorted(expected) != found:
-        return Verdict(
-            outcome.window_events,
-            in_window,
-            Divergence(
-                _event_at(made, t1, outcome.events),
-                "open orders at --from",
-                ", ".join(sorted(expected)) or "none",
-                ", ".join(found) or "none",
-            ),
-        )
+    if found is not None and expected is not None:
+        mapped = sorted(str(as_live[c]["client_order_id"]) if c in as_live else c for c in found)
+        if sorted(expected) != mapped:
+            return diverged(
+                Divergence(
+                    _event_at(made, t1, outcome.events),
+                    "open orders at --from",
+                    ", ".join(sorted(expected)) or "none",
+                    ", ".join(mapped) or "none",
+                )
+            )
     return Verdict(outcome.window_events, in_window, None)
 
 

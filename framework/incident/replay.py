@@ -16,21 +16,23 @@ event N (``--break-at N``: pdb, with the state in ``state``).
 
 from __future__ import annotations
 
+import contextlib
 import random
+import re
 import sys
 import tempfile
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import orjson
 
 from framework.backtest.replay import Replayer
 from framework.backtest.timeline import Repeating, Timeline
-from framework.config import parse_config, split_section
+from framework.config import Config, parse_config, split_section
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
 from framework.engine.clock import VirtualClock
@@ -41,11 +43,11 @@ from framework.engine.strategy import Strategy
 from framework.engine.venue import Executor
 from framework.incident.bundle import read_bundle
 from framework.incident.venue import JournalVenue, LiveIds
-from framework.recording import LineRecord, RecordingReader
+from framework.recording import LINE_ERRORS, LineRecord, RecordingReader, decode_line
 from framework.venue.codec import push_types
 from framework.venue.errors import FrameworkError
 
-__all__ = ["Made", "ReplayOutcome", "ReplayState", "describe", "replay_bundle"]
+__all__ = ["Made", "ReplayOutcome", "ReplayState", "describe", "live_start", "replay_bundle"]
 
 
 @attrs.frozen
@@ -57,6 +59,8 @@ class Made:
     strategy: str
     client_order_id: str
     intent: OrderIntent
+    rank: int
+    """Its number among its strategy's intents, from 1."""
 
 
 @attrs.define
@@ -95,30 +99,45 @@ def describe(record: LineRecord) -> str:
     return f"rest {record.path} {record.query or ''}".rstrip()
 
 
-def _bundled_classes(sources: Mapping[str, bytes], specs: Sequence[Any]) -> list[StrategyFactory]:
-    """The config's strategies, built from the bundle's source of their modules."""
+def _bundled_modules(sources: Mapping[str, bytes]) -> dict[str, types.ModuleType]:
+    """Each bundled strategy module, run from its bundled source (not registered yet)."""
     modules: dict[str, types.ModuleType] = {}
+    for module_name, source in sources.items():
+        module = types.ModuleType(module_name)
+        module.__file__ = f"<bundle>/{module_name.replace('.', '/')}.py"
+        with _registered({module_name: module}):  # what the module does while it runs
+            code = compile(source, module.__file__, "exec")
+            exec(code, module.__dict__)  # the bundle's strategy, as live ran it
+        modules[module_name] = module
+    return modules
+
+
+@contextlib.contextmanager
+def _registered(modules: Mapping[str, types.ModuleType]) -> Iterator[None]:
+    """The bundled modules in sys.modules under their names while the block runs (type
+    hints, pickling, logging name them), whatever was there put back after."""
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def _bundled_classes(
+    modules: Mapping[str, types.ModuleType], specs: Sequence[Any]
+) -> list[StrategyFactory]:
+    """The config's strategies, built from the bundle's source of their modules."""
     factories: list[StrategyFactory] = []
     for spec in specs:
         module_name, _, class_name = spec.class_.partition(":")
         module = modules.get(module_name)
         if module is None:
-            source = sources.get(module_name)
-            if source is None:
-                raise FrameworkError(f"bundle: no source for strategy module {module_name!r}")
-            module = types.ModuleType(module_name)
-            module.__file__ = f"<bundle>/{module_name.replace('.', '/')}.py"
-            saved = sys.modules.get(module_name)
-            sys.modules[module_name] = module  # for what the module does while it runs
-            try:
-                code = compile(source, module.__file__, "exec")
-                exec(code, module.__dict__)  # the bundle's strategy, as live ran it
-            finally:
-                if saved is None:
-                    del sys.modules[module_name]
-                else:
-                    sys.modules[module_name] = saved
-            modules[module_name] = module
+            raise FrameworkError(f"bundle: no source for strategy module {module_name!r}")
         cls = getattr(module, class_name, None)
         if not (isinstance(cls, type) and issubclass(cls, Strategy)):
             raise FrameworkError(f"bundle: {spec.class_} is not a Strategy in its bundled source")
@@ -135,19 +154,52 @@ def _factory(cls: type[Strategy], spec: Any) -> StrategyFactory:
 
 
 class _EventReader(RecordingReader):
-    """The recording one record at a time, a hook after each (the replay's event count)."""
+    """The recording one record at a time, a hook after each (the replay's event count), and
+    the strategies' start before the event numbered ``start_at``."""
 
-    def __init__(self, path: Path, after: Callable[[int, LineRecord], None]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        after: Callable[[int, LineRecord], None],
+        start_at: int,
+        start: Callable[[], None],
+    ) -> None:
         super().__init__(path)
         self._after = after
+        self._start_at = start_at
+        self._start = start
         self.count = 0
 
     def record_batches(self) -> Iterator[list[LineRecord]]:
         for batch in super().record_batches():
             for record in batch:
+                if self.count + 1 == self._start_at:
+                    self._start()
                 yield [record]
                 self.count += 1
                 self._after(self.count, record)
+
+
+_EVENT: Final = re.compile(r'"event"\s*:\s*"(api_[a-z]+)')
+_MARKET_EVENTS: Final = frozenset({"api_trade", "api_depth", "api_kline"})
+
+
+def live_start(recording: bytes) -> int:
+    """The number of the first event heard after the live strategies started: the first
+    private WebSocket frame (the node opens its private stream right after the start, and
+    starts after its first REST reads and, with a ``market:`` section, once the market
+    feed is subscribed and polled once). 1 when there is none (start first, as a backtest)."""
+    for number, line in enumerate(recording.splitlines(), start=1):
+        try:
+            record = decode_line(line)
+        except LINE_ERRORS:
+            continue
+        frame = record.frame
+        if frame is not None:
+            found = _EVENT.search(frame[:200])
+            if found is None or found.group(1) not in _MARKET_EVENTS:
+                return number
+    return 1
 
 
 def _first_seq(intents: Sequence[Mapping[str, Any]], prefix: str) -> int:
@@ -169,7 +221,6 @@ def replay_bundle(
 ) -> ReplayOutcome:
     """Replay a bundle (refused in one line when it does not match its manifest)."""
     manifest, parts = read_bundle(bundle)
-    journal = orjson.loads(parts["journal.json"])
     text = split_section(parts["config.yaml"].decode(), "backtest")[0]
     config = parse_config(
         text, source=f"{bundle}:config.yaml", resolve_strategies=False, venue_used=False
@@ -177,7 +228,22 @@ def replay_bundle(
     sources = {
         module: parts[entry["part"]] for module, entry in manifest.get("strategies", {}).items()
     }
-    factories = _bundled_classes(sources, config.strategies)
+    modules = _bundled_modules(sources)
+    with _registered(modules):
+        return _replay(bundle, manifest, parts, config, modules, break_at, on_break)
+
+
+def _replay(
+    bundle: str | Path,
+    manifest: dict[str, Any],
+    parts: dict[str, bytes],
+    config: Config,
+    modules: Mapping[str, types.ModuleType],
+    break_at: int | None,
+    on_break: Callable[[ReplayState], None] | None,
+) -> ReplayOutcome:
+    journal = orjson.loads(parts["journal.json"])
+    factories = _bundled_classes(modules, config.strategies)
     window = manifest["window"]
     t1, t2 = int(window["from_ms"]), int(window["to_ms"])
     start = int(manifest["session"]["first_ms"])
@@ -200,9 +266,18 @@ def replay_bundle(
     made: list[Made] = []
     events = [0]
 
+    live_of: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in intents:
+        live_of.setdefault(str(entry["strategy"]), []).append(entry)
+    ranks: dict[str, int] = {}
+
     def submit(strategy: str, intent: OrderIntent) -> str:
         coid = engine.submit(strategy, intent)
-        made.append(Made(events[0], clock.ms, strategy, coid, intent))
+        rank = ranks[strategy] = ranks.get(strategy, 0) + 1
+        made.append(Made(events[0], clock.ms, strategy, coid, intent, rank))
+        theirs = live_of.get(strategy, [])
+        if rank <= len(theirs):
+            venue.link(coid, theirs[rank - 1])
         return coid
 
     timers: dict[tuple[str, str], Repeating] = {}
@@ -249,11 +324,14 @@ def replay_bundle(
     with tempfile.TemporaryDirectory(prefix="incident-") as tmp:
         path = Path(tmp) / "recording.jsonl"
         path.write_bytes(parts["recording.jsonl"])
-        reader = _EventReader(path, after)
-        timeline.run_until(clock.ms)
-        for _ in kernel.starting():
-            pass
-        replayer.settle()
+
+        def begin() -> None:  # as live: the first REST reads and the market heard first
+            timeline.run_until(clock.ms, replayer.settle)
+            for _ in kernel.starting():
+                pass
+            replayer.settle()
+
+        reader = _EventReader(path, after, live_start(parts["recording.jsonl"]), begin)
         replayer.run(reader)
         # Timers run on to T2, or to the session's last line when it ended before (the
         # live node stopped then: what its timers would have done after is no event).

@@ -50,9 +50,19 @@ class JournalVenue:
 
     def __init__(self, intents: Sequence[Mapping[str, Any]], *, now_ms: Any) -> None:
         self._live = {str(i["client_order_id"]): i for i in intents}
+        self._links: dict[str, Mapping[str, Any]] = {}
         self._now_ms = now_ms
         self.sent: list[tuple[int, str, tuple[str, ...]]] = []
         """(virtual ms, "create" or "cancel", clientOrderIds) of every call, in order."""
+
+    def link(self, client_order_id: str, live: Mapping[str, Any]) -> None:
+        """Answer the replay's order client_order_id as live answered the intent live: the
+        same strategy's intent of the same rank (live's ids may interleave differently
+        between strategies, when their timers fired a few ms apart)."""
+        self._links[client_order_id] = live
+
+    def _find(self, client_order_id: str) -> Mapping[str, Any] | None:
+        return self._links.get(client_order_id) or self._live.get(client_order_id)
 
     async def send_batch(self, orders: Sequence[OrderInput]) -> list[OrderResult]:
         """The live answer of each order: accepted with its orderId, else refused."""
@@ -60,7 +70,7 @@ class JournalVenue:
         accepted: list[OrderResult] = []
         refusal: tuple[int, str] | None = None
         for order in orders:
-            live = self._live.get(order.client_order_id)
+            live = self._find(order.client_order_id)
             if live is not None and live.get("order_id") is not None:
                 accepted.append(
                     OrderResult(
@@ -84,7 +94,7 @@ class JournalVenue:
         self.sent.append((self._now_ms(), "cancel", tuple(coids)))
         out: dict[int | str, CancelAnswer] = {}
         for entry in batch.entries:
-            live = self._live.get(entry.client_order_id)
+            live = self._find(entry.client_order_id)
             done = live is not None and live.get("status") == "CANCELED"
             key: int | str = (
                 entry.client_order_id

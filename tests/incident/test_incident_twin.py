@@ -71,7 +71,9 @@ async def test_a_live_window_replays_matched_then_a_changed_line_diverges(
     write_bundle(edited, parts, info)
     assert main(["incident", "replay", str(edited)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("replay diverged at event ") and lines[0].endswith(": intent 1")
+    assert lines[0].startswith("replay diverged at event ") and lines[0].endswith(
+        ": intent 1 of pulse"
+    )
     assert lines[1].strip().startswith("live:") and " buy 0.002 market" in lines[1]
     assert lines[2].strip().startswith("replay:") and " buy 0.004 market" in lines[2]
     assert lines[1].split()[1] == lines[2].split()[1]  # the same clientOrderId
