@@ -31,7 +31,7 @@ import attrs
 import orjson
 
 from framework.backtest.replay import Replayer
-from framework.backtest.timeline import Repeating, Timeline
+from framework.backtest.timeline import PRICES, Repeating, Timeline
 from framework.config import Config, parse_config, split_section
 from framework.engine.bus import Bus
 from framework.engine.client_ids import ClientIdGenerator
@@ -46,6 +46,14 @@ from framework.incident.venue import JournalVenue, LiveIds
 from framework.recording import LINE_ERRORS, LineRecord, RecordingReader, decode_line
 from framework.venue.codec import push_types
 from framework.venue.errors import FrameworkError
+from framework.venue.requests import (
+    BATCH_CANCEL_PATH,
+    BATCH_CANCEL_WITH_RESULTS_PATH,
+    BATCH_CREATE_PATH,
+    CANCEL_ALL_PATH,
+    CANCEL_BY_CLIENT_ID_PATH,
+    CANCEL_PATH,
+)
 
 __all__ = ["Made", "ReplayOutcome", "ReplayState", "describe", "live_start", "replay_bundle"]
 
@@ -68,11 +76,17 @@ class ReplayState:
     """What --break-at hands the debugger: the kernel and what the replay did so far."""
 
     event: int
+    """The number of the event just replayed (from 1)."""
     record: LineRecord
+    """That event's recorded line."""
     kernel: Kernel
+    """The kernel: its portfolio, market view, bus and execution engine."""
     strategies: list[Strategy]
+    """The strategies, built from the bundled source."""
     made: list[Made]
+    """The intents made up to this event (a copy)."""
     venue: JournalVenue
+    """The replay's venue: what was sent to it so far (``sent``)."""
 
 
 @attrs.define
@@ -81,13 +95,19 @@ class ReplayOutcome:
 
     manifest: dict[str, Any]
     journal: dict[str, Any]
+    """The bundle's journal slice (journal.json)."""
     events: int
+    """Events replayed (recorded lines, warm-up included)."""
     window_events: int
+    """Of them, those in [T1, T2]."""
     made: list[Made]
     sent: list[tuple[int, str, tuple[str, ...]]]
+    """The calls the venue got: (virtual ms, create/cancel/cancel_all, clientOrderIds)."""
     open_at_t1: list[str] | None
+    """The replay's open orders when T1 came (None: the session ended before)."""
     recording: bytes
     stopped_at: int | None = None
+    """The event --break-at stopped at."""
 
 
 def describe(record: LineRecord) -> str:
@@ -182,13 +202,24 @@ class _EventReader(RecordingReader):
 
 _EVENT: Final = re.compile(r'"event"\s*:\s*"(api_[a-z]+)')
 _MARKET_EVENTS: Final = frozenset({"api_trade", "api_depth", "api_kline"})
+_ORDER_PATHS: Final = frozenset(
+    {
+        BATCH_CREATE_PATH,
+        CANCEL_PATH,
+        CANCEL_BY_CLIENT_ID_PATH,
+        BATCH_CANCEL_PATH,
+        BATCH_CANCEL_WITH_RESULTS_PATH,
+        CANCEL_ALL_PATH,
+    }
+)
 
 
 def live_start(recording: bytes) -> int:
     """The number of the first event heard after the live strategies started: the first
     private WebSocket frame (the node opens its private stream right after the start, and
     starts after its first REST reads and, with a ``market:`` section, once the market
-    feed is subscribed and polled once). 1 when there is none (start first, as a backtest)."""
+    feed is subscribed and polled once) or answer to an order call, whichever comes first.
+    1 when there is none (start first, as a backtest)."""
     for number, line in enumerate(recording.splitlines(), start=1):
         try:
             record = decode_line(line)
@@ -199,6 +230,8 @@ def live_start(recording: bytes) -> int:
             found = _EVENT.search(frame[:200])
             if found is None or found.group(1) not in _MARKET_EVENTS:
                 return number
+        elif record.path in _ORDER_PATHS:  # an order's answer: the strategies had started
+            return number
     return 1
 
 
@@ -309,11 +342,14 @@ def _replay(
     open_at_t1: list[list[str]] = []
     stopped: list[int] = []
 
+    def at_t1() -> None:  # first in T1's ms: what was open before it
+        open_at_t1.append(sorted(o.client_order_id for o in engine.open_orders()))
+
+    timeline.at(t1, at_t1, rank=PRICES)
+
     def after(index: int, record: LineRecord) -> None:
         events[0] = index
         ts = int(record.ts)
-        if not open_at_t1 and ts >= t1:
-            open_at_t1.append(sorted(o.client_order_id for o in engine.open_orders()))
         if t1 <= ts <= t2:
             window_events[0] += 1
         if break_at is not None and index == break_at and not stopped:

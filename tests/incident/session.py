@@ -20,7 +20,7 @@ SECRET = DEMO_PRIVATE_KEY
 """The API secret (a private key) written in the session's config file."""
 
 
-def config_text(base_url: str, ws_url: str, tmp: Path) -> str:
+def config_text(base_url: str, ws_url: str, tmp: Path, cls: str) -> str:
     """The live config: the secret literally in the file, the worst case for a bundle."""
     return f"""\
 venue:
@@ -36,18 +36,20 @@ journal: {{path: {tmp / "journal.sqlite"}}}
 recording: {{path: {tmp / "session.jsonl"}}}
 strategies:
   - name: pulse
-    class: strategies.pulse:Pulse
+    class: {cls}
     params: {{pair: BTC-USD, quantity: "0.002", every_s: 0.25, hold: 1}}
 logging: {{level: WARNING}}
 """
 
 
-async def live_session(tmp: Path, orders: int = 8) -> tuple[Path, int]:
+async def live_session(
+    tmp: Path, orders: int = 8, cls: str = "strategies.pulse:Pulse"
+) -> tuple[Path, int]:
     """Run the node until it sent ``orders`` orders; (config path, first recorded ts)."""
     settings = TwinSettings(prices=PriceSettings(tick_interval=0.1, max_step_ticks=400), seed=5)
     async with VenueTwin(settings, host="127.0.0.1", port=0) as twin:
         path = tmp / "live.yaml"
-        path.write_text(config_text(twin.base_url, twin.ws_url, tmp))
+        path.write_text(config_text(twin.base_url, twin.ws_url, tmp, cls))
         node = Node(load_live_config(path))
         async with running(node):
             await eventually(lambda: node.engine.counters()["orders_sent"] >= orders, timeout=30)

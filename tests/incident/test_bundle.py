@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from framework.cli import main
 from framework.incident import bundle as bundle_module
 from framework.incident.bundle import BundleError, read_bundle, write_bundle
 from framework.incident.export import ExportError, parse_time
@@ -98,3 +99,28 @@ def test_times_are_epoch_ms_or_iso() -> None:
     assert parse_time("2023-11-14T22:13:20") == 1700000000000
     with pytest.raises(ExportError):
         parse_time("yesterday")
+
+
+def test_export_problems_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "pairs: {ETH-USD: {}}\n"
+        "strategies: [{name: a, class: 'strategies.ladder:Ladder', params: {pair: ETH-USD}}]\n"
+    )
+    base = ["incident", "export", "-c", str(config), "--out", str(tmp_path / "b.tar.gz")]
+    cases = {
+        ("--from", "2000", "--to", "1000"): "must be after --from",
+        ("--from", "1000", "--to", "2000"): "no recording.path",
+        ("--from", "soon", "--to", "2000"): "expected epoch ms or ISO-8601",
+    }
+    for args, expected in cases.items():
+        assert main([*base, *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and expected in err, err
+    missing = [*base, "--from", "1", "--to", "2", "--recording", str(tmp_path / "none.jsonl")]
+    assert main([*missing, "--journal", str(tmp_path / "j.sqlite")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["incident", "replay", str(tmp_path / "none.tar.gz")]) == 2
+    assert "not a readable tar.gz" in capsys.readouterr().err
