@@ -41,7 +41,7 @@ from framework.engine.intents import OrderIntent
 from framework.engine.kernel import Kernel, StrategyFactory
 from framework.engine.strategy import Strategy
 from framework.engine.venue import Executor
-from framework.incident.bundle import read_bundle
+from framework.incident.bundle import BundleError, read_bundle
 from framework.incident.venue import JournalVenue, LiveIds
 from framework.recording import LINE_ERRORS, LineRecord, RecordingReader, decode_line
 from framework.venue.codec import push_types
@@ -126,8 +126,14 @@ def _bundled_modules(sources: Mapping[str, bytes]) -> dict[str, types.ModuleType
         module = types.ModuleType(module_name)
         module.__file__ = f"<bundle>/{module_name.replace('.', '/')}.py"
         with _registered({module_name: module}):  # what the module does while it runs
-            code = compile(source, module.__file__, "exec")
-            exec(code, module.__dict__)  # the bundle's strategy, as live ran it
+            try:
+                code = compile(source, module.__file__, "exec")
+                exec(code, module.__dict__)  # the bundle's strategy, as live ran it
+            except Exception as exc:
+                what = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:200]
+                raise FrameworkError(
+                    f"bundle: strategy module {module_name} does not run ({what})"
+                ) from None
         modules[module_name] = module
     return modules
 
@@ -254,16 +260,20 @@ def replay_bundle(
 ) -> ReplayOutcome:
     """Replay a bundle (refused in one line when it does not match its manifest)."""
     manifest, parts = read_bundle(bundle)
-    text = split_section(parts["config.yaml"].decode(), "backtest")[0]
-    config = parse_config(
-        text, source=f"{bundle}:config.yaml", resolve_strategies=False, venue_used=False
-    )
-    sources = {
-        module: parts[entry["part"]] for module, entry in manifest.get("strategies", {}).items()
-    }
-    modules = _bundled_modules(sources)
-    with _registered(modules):
-        return _replay(bundle, manifest, parts, config, modules, break_at, on_break)
+    try:
+        text = split_section(parts["config.yaml"].decode(), "backtest")[0]
+        config = parse_config(
+            text, source=f"{bundle}:config.yaml", resolve_strategies=False, venue_used=False
+        )
+        sources = {
+            module: parts[entry["part"]] for module, entry in manifest.get("strategies", {}).items()
+        }
+        modules = _bundled_modules(sources)
+        with _registered(modules):
+            return _replay(bundle, manifest, parts, config, modules, break_at, on_break)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a crafted bundle
+        what = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:200]
+        raise BundleError(f"bundle {bundle}: not a bundle this replay reads ({what})") from None
 
 
 def _replay(

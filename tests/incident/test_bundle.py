@@ -124,3 +124,20 @@ def test_export_problems_are_one_line_and_exit_2(
     assert "no such file" in capsys.readouterr().err
     assert main(["incident", "replay", str(tmp_path / "none.tar.gz")]) == 2
     assert "not a readable tar.gz" in capsys.readouterr().err
+
+
+def test_a_crafted_bundle_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "b.tar.gz"
+    config = b"pairs: {ETH-USD: {}}\nstrategies: [{name: a, class: 'bad.mod:A'}]\n"
+    source = b"from strategies.pulse import Pulse as A\n"
+    parts = {"config.yaml": config, "strategies/bad/mod.py": source}
+    info = {"strategies": {"bad.mod": {"part": "strategies/bad/mod.py"}}}
+    write_bundle(out, parts, info)  # no window, no journal
+    assert main(["incident", "replay", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a bundle this replay reads" in err
+    parts["strategies/bad/mod.py"] = b"def broken(:\n"
+    write_bundle(out, parts, info)
+    assert main(["incident", "replay", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "strategy module bad.mod does not run (SyntaxError" in err
