@@ -4,8 +4,10 @@ Why intents first: what a strategy decided is what it asked for, in order. The k
 of the replay must be the live node's k-th: the same clientOrderId, strategy, pair, side,
 size, price and kind, from the session's start (the warm-up counts: a strategy that already
 differs before T1 is not the one that ran). Then the cancels: an order the replay cancels
-must be one live cancelled (a live order that ended CANCELED without a replay cancel is not
-a divergence: the venue may have cancelled it). Then the state at T1: the orders the replay
+must be one live asked to cancel (the recording holds the answers of live's cancel calls,
+their queries naming the orders; the journal only keeps how an order ended, and a cancel
+that came after the fill leaves it FILLED). Live cancels the replay did not ask for are not
+checked: the live node's stop cancels too (``cancel_on_stop``), and the replay does not stop. Then the state at T1: the orders the replay
 holds open when T1 is reached must be the ones the journal held open then. The first
 divergence is reported with the 20 recorded events before it.
 """
@@ -15,11 +17,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
+from urllib.parse import parse_qsl
 
 import attrs
 
 from framework.incident.replay import Made, ReplayOutcome, describe
 from framework.recording import LINE_ERRORS, decode_line
+from framework.venue.requests import (
+    BATCH_CANCEL_PATH,
+    BATCH_CANCEL_WITH_RESULTS_PATH,
+    CANCEL_BY_CLIENT_ID_PATH,
+    CANCEL_PATH,
+)
 
 __all__ = ["CONTEXT", "Divergence", "Verdict", "compare", "render"]
 
@@ -134,18 +143,20 @@ def compare(outcome: ReplayOutcome) -> Verdict:
     for entry in outcome.journal["intents"]:
         live_of.setdefault(str(entry["strategy"]), []).append(entry)
     as_live = {m.client_order_id: live_of[m.strategy][m.rank - 1] for m in made}
+    asked = _live_cancels(outcome.recording, outcome.journal["intents"])
     for ms, kind, coids in outcome.sent:
         if kind != "cancel":
             continue
         for coid in coids:
             theirs = as_live.get(coid)
-            status = None if theirs is None else theirs.get("status")
-            if status != "CANCELED":
+            live_id = coid if theirs is None else str(theirs["client_order_id"])
+            if live_id not in asked:
+                status = None if theirs is None else theirs.get("status")
                 return diverged(
                     Divergence(
                         _event_at(made, ms, outcome.events),
                         "cancel",
-                        f"{coid} was not cancelled (live status {status or 'unknown'})",
+                        f"{live_id} never cancelled (it ended {status or 'unknown'})",
                         f"cancel {coid}",
                     )
                 )
@@ -163,6 +174,33 @@ def compare(outcome: ReplayOutcome) -> Verdict:
                 )
             )
     return Verdict(outcome.window_events, in_window, None)
+
+
+_CANCEL_PATHS: Final = frozenset(
+    {CANCEL_PATH, CANCEL_BY_CLIENT_ID_PATH, BATCH_CANCEL_PATH, BATCH_CANCEL_WITH_RESULTS_PATH}
+)
+
+
+def _live_cancels(recording: bytes, intents: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The clientOrderIds live asked to cancel: the recorded answers of its cancel calls
+    name them (entrustId, entrustIds or clientOrderId in the query)."""
+    by_order = {str(i["order_id"]): str(i["client_order_id"]) for i in intents if i["order_id"]}
+    asked: set[str] = set()
+    for line in recording.splitlines():
+        if b"ancel" not in line:
+            continue
+        try:
+            record = decode_line(line)
+        except LINE_ERRORS:
+            continue
+        if record.path not in _CANCEL_PATHS:
+            continue
+        for key, value in parse_qsl(record.query or ""):
+            if key == "clientOrderId":
+                asked.add(value)
+            elif key in ("entrustId", "entrustIds"):
+                asked.update(by_order.get(v, v) for v in value.split(","))
+    return asked
 
 
 def _event_at(made: Sequence[Made], ms: int, default: int) -> int:
