@@ -53,13 +53,11 @@ def incident_main(argv: list[str]) -> int:
                 f" {info['intents']} intents, {len(info['strategies'])} strategy module(s)"
             )
             return 0
-        from framework.incident.compare import compare, render
-        from framework.incident.replay import replay_bundle
+        from framework.incident.compare import render, replay_and_compare
 
         if args.break_at is not None and args.break_at < 1:
             parser.error("--break-at: expected an event number from 1")
-        outcome = replay_bundle(args.bundle, break_at=args.break_at)
-        verdict = compare(outcome)
+        outcome, verdict = replay_and_compare(args.bundle, break_at=args.break_at)
         print(render(verdict, outcome))
         return 0 if verdict.divergence is None else 1
     except FrameworkError as exc:

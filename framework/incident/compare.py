@@ -14,14 +14,15 @@ divergence is reported with the 20 recorded events before it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
 import attrs
 
-from framework.incident.replay import Made, ReplayOutcome, describe
+from framework.incident.replay import Made, ReplayOutcome, ReplayState, describe, replay_bundle
 from framework.recording import LINE_ERRORS, decode_line
 from framework.venue.requests import (
     BATCH_CANCEL_PATH,
@@ -30,7 +31,16 @@ from framework.venue.requests import (
     CANCEL_PATH,
 )
 
-__all__ = ["CONTEXT", "Divergence", "Verdict", "compare", "render"]
+__all__ = [
+    "CONTEXT",
+    "MAX_PASSES",
+    "Divergence",
+    "Verdict",
+    "compare",
+    "live_ticks",
+    "render",
+    "replay_and_compare",
+]
 
 CONTEXT: Final = 20
 """Recorded events shown before a divergence."""
@@ -206,6 +216,58 @@ def _live_cancels(recording: bytes, intents: Sequence[Mapping[str, Any]]) -> set
 def _event_at(made: Sequence[Made], ms: int, default: int) -> int:
     before = [m.event for m in made if m.ms <= ms]
     return before[-1] if before else default
+
+
+MAX_PASSES: Final = 3
+"""Replays run at most by :func:`replay_and_compare` (the first, then the calibrated ones)."""
+
+
+def live_ticks(outcome: ReplayOutcome, upto: int) -> dict[tuple[str, str, int], int]:
+    """The timer ticks (up to event upto) whose intent live made later than the tick's
+    nominal time: the tick -> the ms live made it at."""
+    live_of: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in outcome.journal["intents"]:
+        live_of.setdefault(str(entry["strategy"]), []).append(entry)
+    found: dict[tuple[str, str, int], int] = {}
+    for m in outcome.made:
+        if m.fire is None or m.event > upto:
+            continue
+        theirs = live_of.get(m.strategy, [])
+        if m.rank <= len(theirs):
+            created = int(theirs[m.rank - 1]["created_ms"])
+            if created > m.fire[2] + 1:
+                found.setdefault(m.fire, created)
+    return found
+
+
+def replay_and_compare(
+    bundle: str | Path,
+    *,
+    break_at: int | None = None,
+    on_break: Callable[[ReplayState], None] | None = None,
+) -> tuple[ReplayOutcome, Verdict]:
+    """Replay and compare; on a divergence, replay again with the timer ticks that made
+    intents run when live made them (a loaded event loop runs a tick late, after frames
+    that came meanwhile), keeping the pass that went furthest. With break_at, a last pass
+    stops there."""
+    outcome = replay_bundle(bundle)
+    verdict = compare(outcome)
+    delays: dict[tuple[str, str, int], int] = {}
+    for _ in range(MAX_PASSES - 1):
+        if verdict.divergence is None:
+            break
+        found = {**live_ticks(outcome, verdict.divergence.event), **delays}
+        if found == delays:
+            break
+        again = replay_bundle(bundle, delays=found)
+        second = compare(again)
+        if second.divergence is not None and second.divergence.event <= verdict.divergence.event:
+            break
+        outcome, verdict, delays = again, second, found
+    if break_at is not None:
+        outcome = replay_bundle(bundle, break_at=break_at, on_break=on_break, delays=delays)
+        verdict = compare(outcome)
+    return outcome, verdict
 
 
 def _events_before(recording: bytes, event: int) -> list[str]:

@@ -69,6 +69,8 @@ class Made:
     intent: OrderIntent
     rank: int
     """Its number among its strategy's intents, from 1."""
+    fire: tuple[str, str, int] | None = None
+    """The timer tick it was made in: (strategy, timer name, nominal ms), else None."""
 
 
 @attrs.define
@@ -257,8 +259,13 @@ def replay_bundle(
     *,
     break_at: int | None = None,
     on_break: Callable[[ReplayState], None] | None = None,
+    delays: Mapping[tuple[str, str, int], int] | None = None,
 ) -> ReplayOutcome:
-    """Replay a bundle (refused in one line when it does not match its manifest)."""
+    """Replay a bundle (refused in one line when it does not match its manifest).
+
+    delays: timer ticks, by (strategy, name, nominal ms), to run at a later ms instead (when
+    the live node acted on them: :func:`framework.incident.compare.replay_and_compare`).
+    """
     manifest, parts = read_bundle(bundle)
     try:
         text = split_section(parts["config.yaml"].decode(), "backtest")[0]
@@ -270,7 +277,7 @@ def replay_bundle(
         }
         modules = _bundled_modules(sources)
         with _registered(modules):
-            return _replay(bundle, manifest, parts, config, modules, break_at, on_break)
+            return _replay(bundle, manifest, parts, config, modules, break_at, on_break, delays)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a crafted bundle
         what = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:200]
         raise BundleError(f"bundle {bundle}: not a bundle this replay reads ({what})") from None
@@ -284,6 +291,7 @@ def _replay(
     modules: Mapping[str, types.ModuleType],
     break_at: int | None,
     on_break: Callable[[ReplayState], None] | None,
+    delays: Mapping[tuple[str, str, int], int] | None,
 ) -> ReplayOutcome:
     journal = orjson.loads(parts["journal.json"])
     factories = _bundled_classes(modules, config.strategies)
@@ -314,10 +322,12 @@ def _replay(
         live_of.setdefault(str(entry["strategy"]), []).append(entry)
     ranks: dict[str, int] = {}
 
+    firing: list[tuple[str, str, int] | None] = [None]  # the timer tick running, if any
+
     def submit(strategy: str, intent: OrderIntent) -> str:
         coid = engine.submit(strategy, intent)
         rank = ranks[strategy] = ranks.get(strategy, 0) + 1
-        made.append(Made(events[0], clock.ms, strategy, coid, intent, rank))
+        made.append(Made(events[0], clock.ms, strategy, coid, intent, rank, firing[0]))
         theirs = live_of.get(strategy, [])
         if rank <= len(theirs):
             venue.link(coid, theirs[rank - 1])
@@ -331,7 +341,9 @@ def _replay(
         if old is not None:
             old.cancel()
         timers[(strategy, name)] = timeline.every(
-            interval, _TimerFire(kernel.bus, clock, strategy, name), first_ms=clock.ms + interval
+            interval,
+            _TimerFire(kernel.bus, clock, strategy, name, timeline, delays or {}, firing),
+            first_ms=clock.ms + interval,
         )
 
     strategies = kernel.load_strategies(schedule=schedule, submit=submit, factories=factories)
@@ -411,10 +423,28 @@ def _debug(state: ReplayState) -> None:
 
 @attrs.define(slots=True, eq=False)
 class _TimerFire:
+    """A timer's tick: at its nominal time, or when live acted on it (``delays``)."""
+
     bus: Bus
     clock: VirtualClock
     strategy: str
     name: str
+    timeline: Timeline
+    delays: Mapping[tuple[str, str, int], int]
+    firing: list[tuple[str, str, int] | None]
 
     def __call__(self) -> None:
-        self.bus.publish(Timer(self.name, self.strategy, self.clock.now()))
+        key = (self.strategy, self.name, self.clock.ms)
+        late = self.delays.get(key)
+        if late is not None and late > self.clock.ms:
+            self.timeline.at(late, partial(self.tick, key))
+        else:
+            self.tick(key)
+
+    def tick(self, key: tuple[str, str, int]) -> None:
+        """Publish the tick; what the strategy submits in it is noted as the tick's."""
+        self.firing[0] = key
+        try:
+            self.bus.publish(Timer(self.name, self.strategy, self.clock.now()))
+        finally:
+            self.firing[0] = None

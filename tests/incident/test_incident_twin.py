@@ -19,7 +19,7 @@ import pytest
 
 from framework.cli import main
 from framework.incident.bundle import read_bundle, write_bundle
-from framework.incident.compare import compare
+from framework.incident.compare import compare, live_ticks
 from framework.incident.replay import ReplayState, replay_bundle
 from framework.twin.demo import DEMO_PRIVATE_KEY
 from tests.incident.session import SECRET, live_session
@@ -144,3 +144,23 @@ async def test_a_replay_opens_no_socket(
     assert opened == []
     assert compare(outcome).divergence is None
     assert orjson.loads(parts["models.json"])["latency_ms"] == 0
+
+
+async def test_a_tick_live_acted_on_late_is_replayed_when_live_acted(
+    bundle: tuple[Path, int],
+) -> None:
+    path, _ = bundle
+    outcome = replay_bundle(path)
+    ticked = [m for m in outcome.made if m.fire is not None]
+    assert ticked and all(m.ms == m.fire[2] for m in ticked)  # type: ignore[index]
+    first = ticked[0]
+    # Live made that intent 7 ms after the tick's nominal time: the replay runs it then.
+    for entry in outcome.journal["intents"]:
+        if entry["strategy"] == first.strategy:
+            entry["created_ms"] = first.ms + 7
+            break
+    delays = live_ticks(outcome, first.event)
+    assert delays == {first.fire: first.ms + 7}
+    again = replay_bundle(path, delays=delays)
+    (moved,) = [m for m in again.made if m.fire == first.fire]
+    assert moved.ms == first.ms + 7 and moved.rank == first.rank
