@@ -23,9 +23,8 @@ from pathlib import Path
 import anyio
 
 from framework.config import load_live_config
-from framework.incident.compare import compare, render
+from framework.incident.compare import render, replay_and_compare
 from framework.incident.export import export_bundle
-from framework.incident.replay import replay_bundle
 from framework.live.node import Node
 from framework.recording import RecordingReader
 
@@ -61,9 +60,8 @@ def main() -> int:
         exported = time.perf_counter() - began
         size = out.stat().st_size
         began = time.perf_counter()
-        outcome = replay_bundle(out)
+        outcome, verdict = replay_and_compare(out)  # every pass it takes
         replayed = time.perf_counter() - began
-        verdict = compare(outcome)
         window_s = (last - first) / 1000
         print(
             f"window: {window_s:.1f} s, {len(records)} recorded lines ({raw / 1e6:.2f} MB raw),"
