@@ -35,7 +35,7 @@ import orjson
 from framework.backtest.runner import load_backtest_config
 from framework.cli import add_strategy_dirs
 from framework.config import load_live_config, split_section
-from framework.incident.bundle import sha256, write_bundle
+from framework.incident.bundle import MAX_MEMBER_BYTES, sha256, write_bundle
 from framework.live.journal import Journal
 from framework.recording import RecordingReader
 from framework.venue.errors import FrameworkError
@@ -208,6 +208,11 @@ def export_bundle(
     text = read_config_text(config_path)
     text = split_section(text, "venue")[0]  # keys, secrets, URLs: never in a bundle
     lines, count, first, last = _recording_slice(Path(rec), to_ms)
+    if len(lines) > MAX_MEMBER_BYTES:
+        raise ExportError(
+            f"recording {rec}: {len(lines)} bytes from the session's start to --to, over a"
+            f" bundle part's {MAX_MEMBER_BYTES}: record sessions shorter (a new file per run)"
+        )
     if last < from_ms:
         raise ExportError(f"recording {rec}: it ends ({last}) before --from ({from_ms})")
     node = config.node.name
