@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "fit latency and fill models to your own orders (--recording R)",
     ),
     "bench": ("framework.bench", "main", "run the benchmark scripts and print figures"),
+    "incident": ("framework.incident.cli", "incident_main", "bundle a live session, replay it"),
 }
 """Subcommand -> (module, function taking argv and returning the exit status, help)."""
 
