@@ -239,7 +239,8 @@ def test_a_one_megabyte_flow_list_is_read_in_bounded_memory(tmp_path: Path) -> N
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         "extra: unknown key; expected one of: account, backtest, execution, journal, logging,"
-        " market, metrics, node, pairs, polling, recording, sources, strategies, stream, venue (line 10)"
+        " market, metrics, node, pairs, polling, recording, shadow, sources, strategies, stream, venue"
+            " (line 10)"
     ]
 
 
