@@ -165,3 +165,26 @@ def test_fields_named_otherwise_are_read_alike() -> None:
     book = lazy(frame, other)
     assert isinstance(book.asks, Levels)
     assert book.best_ask == Decimal("2.5") and book.asks == ((Decimal("2.5"), Decimal(1)),)
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_minus_or_an_escape_outside_the_pairs_is_read_exactly(as_text: bool) -> None:
+    """The float check reads -1e-400 as -0.0: a minus sign but in the pairs makes the frame
+    decoded exactly (refused here), an escape too; the pairs' own are no reason."""
+
+    def frame(asks: Any, pair: str = "ETH-USD") -> Any:
+        data = {"asks": asks, "bids": [], "pair": pair, "timestamp": 1}
+        text = orjson.dumps({"event": "api_depth", "pair": pair, "data": data})
+        return text.decode() if as_text else text
+
+    with pytest.raises(DecodeError) as caught:
+        codec.frame(frame([level("1", "-1e-400")]))
+    assert "$.data.asks[0].quantity" in str(caught.value)
+    (book,) = codec.frame(frame([level("2.5", "1")]))
+    assert isinstance(book, Book) and isinstance(book.asks, Levels)
+    assert book.best_ask == Decimal("2.5") and book.pair == "ETH-USD"
+    plain = frame([level("2.5", "1")])
+    text = plain.replace("2.5", "2\\u002e5") if as_text else plain.replace(b"2.5", b"2\\u002e5")
+    (escaped,) = codec.frame(text)
+    assert isinstance(escaped, Book) and escaped.asks == ((Decimal("2.5"), Decimal(1)),)
+    assert not isinstance(escaped.asks, Levels)
