@@ -193,8 +193,8 @@ def _items(data: Any) -> Any:
 class MarketCodec:
     """Decoders of the market frames and answers for one set of field names and bounds."""
 
-    __slots__ = ("_decode", "_exact_frame", "_floats", "_frames", "_prefixes", "_union",
-                 "fields", "max_items", "max_levels")  # fmt: skip
+    __slots__ = ("_decode", "_exact_frame", "_floats", "_frames", "_prefixes", "_trades",
+                 "_union", "fields", "max_items", "max_levels")  # fmt: skip
 
     def __init__(
         self,
@@ -264,6 +264,7 @@ class MarketCodec:
             self._union, strict=False, float_hook=Decimal
         ).decode
         self._floats = depth_floats
+        self._trades = next(t for t, r in frames.items() if r == "Trade")
         self._prefixes: dict[type, tuple[str, str] | tuple[bytes, bytes]] = {
             str: (f'"{f.bids}":[{{"{f.price}":"', f'"{f.asks}":[{{"{f.price}":"'),
             bytes: (
@@ -289,7 +290,13 @@ class MarketCodec:
                 except msgspec.ValidationError:  # a book the float check refuses, or no frame
                     wire = self._exact_frame(data)  # type: ignore[arg-type]
                 else:
-                    if type(wire) is self._floats and not self._plain(data, wire):  # type: ignore[arg-type]
+                    kind, items = type(wire), wire.data
+                    if kind is self._trades and type(items) is list and len(items) == 1:
+                        return (self._trade(items[0], wire.pair or pair, None, "$.data[0]"),)
+                    if kind is self._floats and items is not None:
+                        if self._plain(data, wire):  # type: ignore[arg-type]
+                            # checked: its levels made from the text on first use
+                            return (self._lazy_book(data, items, wire.pair or pair, wire),)  # type: ignore[arg-type]
                         wire = self._exact_frame(data)  # type: ignore[arg-type]
         except msgspec.ValidationError as exc:
             failure = exc
@@ -301,8 +308,6 @@ class MarketCodec:
             if items is None:
                 raise DecodeError(record, "data", "required field is missing or null - at `$.data`")
             if record == "Book":
-                if type(wire) is self._floats:  # checked: made from the text on first use
-                    return (self._lazy_book(data, items, pair, wire),)  # type: ignore[arg-type]
                 return (self._book(items, pair, wire, "$.data"),)
             make = self._trade if record == "Trade" else self._bar
             period = getattr(wire, "period", None)
@@ -345,7 +350,12 @@ class MarketCodec:
 
     def _trade(self, w: Any, pair: str | None, _: str | None, at: str) -> Trade:
         price, quantity, amount = w.price, w.quantity, w.amount
-        if not _fine(price, quantity) or (amount is not None and not _fine(price, amount)):
+        if (  # _fine of the price and quantity, and of the amount if any, inlined
+            price is None
+            or quantity is None
+            or not (price.is_finite() and quantity.is_finite() and price > 0 and quantity >= 0)
+            or (amount is not None and not (amount.is_finite() and amount >= 0))
+        ):
             _need(quantity, "Trade", self.fields.quantity, at)
             self._check("Trade", w, at, "price", "amount")
         time = w.timestamp
@@ -405,8 +415,8 @@ class MarketCodec:
 
     def _plain(self, data: str | bytes, wire: Any) -> bool:
         """True when a frame whose levels passed the float check holds no minus sign but in
-        its pairs, and no escape: its floats then say what its decimals are (a float reads
-        ``-1e-400`` as -0.0, not below 0, where its decimal is) and its text is as read."""
+        its pairs, and no escape (``\\u002d`` is a minus too): its floats then say what its
+        decimals are (a float reads ``-1e-400`` as -0.0, not below 0, where its decimal is)."""
         minus = data.count("-" if type(data) is str else b"-")  # type: ignore[arg-type]
         if minus:
             pairs = (wire.pair or "").count("-") + (wire.data.pair or "").count("-")

@@ -188,3 +188,17 @@ def test_a_minus_or_an_escape_outside_the_pairs_is_read_exactly(as_text: bool) -
     (escaped,) = codec.frame(text)
     assert isinstance(escaped, Book) and escaped.asks == ((Decimal("2.5"), Decimal(1)),)
     assert not isinstance(escaped.asks, Levels)
+    escaped_minus = frame([level("1", "-1e-400")]).replace(*minus(as_text, "\\u002d1e\\u002d400"))
+    hidden = (  # the pair's two minus signs, escaped, as many as the level's
+        '{"event":"api_depth","pair":"E\\u002dT\\u002dH","data":{"asks":[{"price":"1",'
+        '"quantity":"-1e-400"}],"timestamp":1}}'
+    )
+    for text in (escaped_minus, hidden if as_text else hidden.encode()):
+        with pytest.raises(DecodeError) as caught:
+            codec.frame(text)
+        assert "$.data.asks[0].quantity" in str(caught.value)
+
+
+def minus(as_text: bool, into: str) -> tuple[Any, Any]:
+    """The replace() arguments of -1e-400 into that text, as str or bytes."""
+    return ("-1e-400", into) if as_text else (b"-1e-400", into.encode())
