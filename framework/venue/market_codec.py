@@ -97,8 +97,9 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MOST: Final = 1.7976931348623157e308
 _PRICE: Final = Annotated[float, msgspec.Meta(gt=0, le=_MOST)]
 """A level's price as the float check takes it: a finite number above 0."""
-_QUANTITY: Final = Annotated[float, msgspec.Meta(ge=0, le=_MOST)]
-"""A level's quantity as the float check takes it: a finite number not below 0."""
+_QUANTITY: Final = Annotated[float, msgspec.Meta(gt=0, le=_MOST)]
+"""A level's quantity as the float check takes it: a finite number above 0 (a float reads
+``-1e-400`` as -0.0 where its decimal is below 0: a zero is left to the exact decoder)."""
 _MS: Final = timedelta(milliseconds=1)
 
 
@@ -293,11 +294,8 @@ class MarketCodec:
                     kind, items = type(wire), wire.data
                     if kind is self._trades and type(items) is list and len(items) == 1:
                         return (self._trade(items[0], wire.pair or pair, None, "$.data[0]"),)
-                    if kind is self._floats and items is not None:
-                        if self._plain(data, wire):  # type: ignore[arg-type]
-                            # checked: its levels made from the text on first use
-                            return (self._lazy_book(data, items, wire.pair or pair, wire),)  # type: ignore[arg-type]
-                        wire = self._exact_frame(data)  # type: ignore[arg-type]
+                    if kind is self._floats and items is not None:  # checked: made later
+                        return (self._lazy_book(data, items, wire.pair or pair, wire),)  # type: ignore[arg-type]
         except msgspec.ValidationError as exc:
             failure = exc
         except msgspec.DecodeError as exc:
@@ -413,24 +411,14 @@ class MarketCodec:
             time=time,
         )
 
-    def _plain(self, data: str | bytes, wire: Any) -> bool:
-        """True when a frame whose levels passed the float check holds no minus sign but in
-        its pairs, and no escape (``\\u002d`` is a minus too): its floats then say what its
-        decimals are (a float reads ``-1e-400`` as -0.0, not below 0, where its decimal is)."""
-        minus = data.count("-" if type(data) is str else b"-")  # type: ignore[arg-type]
-        if minus:
-            pairs = (wire.pair or "").count("-") + (wire.data.pair or "").count("-")
-            if minus != pairs:
-                return False
-        return data.find("\\" if type(data) is str else b"\\") < 0  # type: ignore[arg-type]
-
     def _lazy_book(self, data: str | bytes, w: Any, pair: str | None, frame: Any) -> Book:
         """A book whose levels passed the float check: its sides made from data on first use.
 
-        The float check (an object of a price above 0 and a quantity not below 0, each a
-        finite number or numeric string) refuses what the exact decoder may take (arrays,
-        ``1_000``...): such a frame is decoded exactly, its levels made at once and refused
-        with their located error if bad (_book); so is one _plain refuses.
+        The float check (an object of a price and a quantity above 0, each a finite number
+        or numeric string) refuses what the exact decoder may take (arrays, ``1_000``, a
+        quantity 0...): such a frame is decoded exactly, its levels made at once and refused
+        with their located error if bad (_book). What it takes, the exact decoder takes alike
+        (an escape is read the same by both; a minus sign fails it but in ``-0``, a zero).
         """
         bids, asks = w.bids, w.asks
         make, prefixes = self._make, self._prefixes[type(data)]

@@ -86,7 +86,10 @@ class Levels(msgspec.Struct, gc=False):
                 if start >= 0 and raw.find(prefix, start + 1) < 0:  # type: ignore[arg-type]
                     start += len(prefix)
                     text = raw[start : raw.index(prefix[-1:], start)]  # type: ignore[arg-type]
-                    return Decimal(text if type(text) is str else text.decode())  # type: ignore[union-attr]
+                    if type(text) is not str:
+                        text = text.decode()  # type: ignore[union-attr]
+                    if "\\" not in text:  # an escape is read by the decoder: made
+                        return Decimal(text)
             made = self.levels()
         return made[0][0] if made else None
 

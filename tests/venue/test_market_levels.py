@@ -168,9 +168,10 @@ def test_fields_named_otherwise_are_read_alike() -> None:
 
 
 @pytest.mark.parametrize("as_text", [False, True])
-def test_a_minus_or_an_escape_outside_the_pairs_is_read_exactly(as_text: bool) -> None:
-    """The float check reads -1e-400 as -0.0: a minus sign but in the pairs makes the frame
-    decoded exactly (refused here), an escape too; the pairs' own are no reason."""
+def test_a_minus_sign_or_an_escape_reads_as_the_exact_decoder_reads_it(as_text: bool) -> None:
+    """The float check reads -1e-400 as -0.0 (a zero: left to the exact decoder, which
+    refuses it, escaped or not); the pairs' minus signs are no reason; an escaped price is
+    read as the decoder reads it, its best price too."""
 
     def frame(asks: Any, pair: str = "ETH-USD") -> Any:
         data = {"asks": asks, "bids": [], "pair": pair, "timestamp": 1}
@@ -186,8 +187,8 @@ def test_a_minus_or_an_escape_outside_the_pairs_is_read_exactly(as_text: bool) -
     plain = frame([level("2.5", "1")])
     text = plain.replace("2.5", "2\\u002e5") if as_text else plain.replace(b"2.5", b"2\\u002e5")
     (escaped,) = codec.frame(text)
-    assert isinstance(escaped, Book) and escaped.asks == ((Decimal("2.5"), Decimal(1)),)
-    assert not isinstance(escaped.asks, Levels)
+    assert isinstance(escaped, Book) and escaped.best_ask == Decimal("2.5")
+    assert escaped.asks == ((Decimal("2.5"), Decimal(1)),)
     escaped_minus = frame([level("1", "-1e-400")]).replace(*minus(as_text, "\\u002d1e\\u002d400"))
     hidden = (  # the pair's two minus signs, escaped, as many as the level's
         '{"event":"api_depth","pair":"E\\u002dT\\u002dH","data":{"asks":[{"price":"1",'
