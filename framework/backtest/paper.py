@@ -248,6 +248,7 @@ class PaperVenue:
         """True once a recorded book or trade came: fills follow the recorded market, and
         marks are the recorded ones (else its book's mid and trades): the track is unused."""
         self._marked: set[str] = set()  # pairs with a recorded mark price
+        self._unmarked: dict[str, list[MarketRecord]] = {}  # per pair: see on_market
         self.on_change: Callable[[], None] | None = None
         """Called when the paper account is about to change (an order, a fill, a mark)."""
 
@@ -329,10 +330,11 @@ class PaperVenue:
         market = self.exchange.markets.get(record.pair)
         if market is None or type(record) is IndexPrice or type(record) is Bar:
             return
-        now = self._now_ms()
         if type(record) is MarkPrice:
+            if record.pair in self._unmarked:
+                self._unmark(record.pair)
             self._marked.add(record.pair)
-            self.apply_price(record.pair, record.price, now)
+            self.apply_price(record.pair, record.price, self._now_ms())
             return
         if not self.exchange.book_fills:
             self.exchange.book_fills = True
@@ -341,6 +343,22 @@ class PaperVenue:
         pair = record.pair
         if type(record) is Book:
             self.exchange.set_book(pair, record)
+        if not market.book and not market.holders and pair not in self._marked:
+            # Nothing rests or is held on the pair: the record would only set the mark (see
+            # apply_price), and a trade fill nothing. The mark is made when read (_unmark).
+            unmarked = self._unmarked.get(pair)
+            if unmarked is None or type(record) is not Book:
+                self._unmarked[pair] = [record]
+            elif len(unmarked) < 16:
+                unmarked.append(record)
+            else:
+                self._unmark(pair)
+                self._unmarked[pair] = [record]
+            return
+        if pair in self._unmarked:
+            self._unmark(pair)
+        now = self._now_ms()
+        if type(record) is Book:
             price = record.mid
         else:
             self._emit(self.exchange.market_trades(pair, (record,), now), now)  # type: ignore[arg-type]
@@ -348,8 +366,18 @@ class PaperVenue:
         if price is not None and pair not in self._marked:  # no recorded mark: the market's
             self.apply_price(pair, price, now)
 
+    def _unmark(self, pair: str) -> None:
+        """The mark of the pair's records on_market left unapplied: the latest with a price."""
+        for record in reversed(self._unmarked.pop(pair)):
+            price = record.mid if type(record) is Book else record.price  # type: ignore[union-attr]
+            if price is not None:
+                self.apply_price(pair, price, self._now_ms())
+                return
+
     def mark(self, pair: str) -> Decimal | None:
         """The pair's current mark, None before its first price."""
+        if pair in self._unmarked:
+            self._unmark(pair)
         if self._parked:
             self._catch_up(pair, self._now_ms())
         market = self.exchange.markets.get(pair)
@@ -372,6 +400,8 @@ class PaperVenue:
     def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
         """Place a batch; the accepted orders' results, or the whole-call refusal raised."""
         self._changed()
+        for pair in list(self._unmarked):  # every mark as it is now, before the orders
+            self._unmark(pair)
         parked = self._parked
         if parked:  # every mark becomes what the feed would have made it by now
             self._parked = False

@@ -97,8 +97,9 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MOST: Final = 1.7976931348623157e308
 _PRICE: Final = Annotated[float, msgspec.Meta(gt=0, le=_MOST)]
 """A level's price as the float check takes it: a finite number above 0."""
-_QUANTITY: Final = Annotated[float, msgspec.Meta(ge=0, le=_MOST)]
-"""A level's quantity as the float check takes it: a finite number not below 0."""
+_QUANTITY: Final = Annotated[float, msgspec.Meta(gt=0, le=_MOST)]
+"""A level's quantity as the float check takes it: a finite number above 0 (a float reads
+``-1e-400`` as -0.0 where its decimal is below 0: a zero is left to the exact decoder)."""
 _MS: Final = timedelta(milliseconds=1)
 
 
@@ -193,8 +194,8 @@ def _items(data: Any) -> Any:
 class MarketCodec:
     """Decoders of the market frames and answers for one set of field names and bounds."""
 
-    __slots__ = ("_decode", "_exact", "_floats", "_frames", "_prefix", "_union", "fields",
-                 "max_items", "max_levels")  # fmt: skip
+    __slots__ = ("_decode", "_exact_frame", "_floats", "_frames", "_prefixes", "_trades",
+                 "_union", "fields", "max_items", "max_levels")  # fmt: skip
 
     def __init__(
         self,
@@ -244,25 +245,34 @@ class MarketCodec:
                 "K", [*common, period, ("data", one_or_many(bar), "data")], tag=KLINE, **tag
             ): "Bar",
         }
-        # Frames as text keep a book's sides raw, checked and made lazily (market_levels).
-        book_fields: list[Any] = [(a, t, msgspec.field(default=None, name=w)) for a, t, w in common]
-        for a, w in (("bids", f.bids), ("asks", f.asks)):
-            book_fields.append((a, msgspec.Raw, msgspec.field(default=msgspec.Raw(), name=w)))
-        book_raw = msgspec.defstruct("Book", book_fields, frozen=True, gc=False)
-        depth_raw = shape("D", [*common, ("data", book_raw, "data")], tag=DEPTH, **tag)
-        self._frames: dict[type, str] = {**frames, depth_raw: "Book"}
-        self._union: Any = Union[tuple(frames)]  # noqa: UP007 - a union built at run time
-        text: Any = Union[(*(t for t, r in frames.items() if r != "Book"), depth_raw)]
-        self._decode = msgspec.json.Decoder(text, strict=False, float_hook=Decimal).decode
-        self._exact = msgspec.json.Decoder(levels, strict=False).decode
+        # Frames as text: a book's levels are checked as floats in the one decode of the
+        # frame, and made from its text on first use (market_levels); the exact decoder of
+        # the frames is for the books the float check cannot take (_exact_frame).
         checked = msgspec.defstruct(
             "FloatLevel",
             [("price", _PRICE, msgspec.field(name=f.price)),
              ("quantity", _QUANTITY, msgspec.field(name=f.quantity))],
             frozen=True, gc=False, order=True,
         )  # fmt: skip
-        self._floats = msgspec.json.Decoder(list[checked], strict=False).decode  # type: ignore[valid-type]
-        self._prefix = f'[{{"{f.price}":"'.encode()
+        floats: Any = GenericAlias(list, (checked,)) | None
+        book_floats = shape("Book", [*common, ("bids", floats, f.bids), ("asks", floats, f.asks)])
+        depth_floats = shape("D", [*common, ("data", book_floats, "data")], tag=DEPTH, **tag)
+        self._frames: dict[type, str] = {**frames, depth_floats: "Book"}
+        self._union: Any = Union[tuple(frames)]  # noqa: UP007 - a union built at run time
+        text: Any = Union[(*(t for t, r in frames.items() if r != "Book"), depth_floats)]
+        self._decode = msgspec.json.Decoder(text, strict=False, float_hook=Decimal).decode
+        self._exact_frame = msgspec.json.Decoder(
+            self._union, strict=False, float_hook=Decimal
+        ).decode
+        self._floats = depth_floats
+        self._trades = next(t for t, r in frames.items() if r == "Trade")
+        self._prefixes: dict[type, tuple[str, str] | tuple[bytes, bytes]] = {
+            str: (f'"{f.bids}":[{{"{f.price}":"', f'"{f.asks}":[{{"{f.price}":"'),
+            bytes: (
+                f'"{f.bids}":[{{"{f.price}":"'.encode(),
+                f'"{f.asks}":[{{"{f.price}":"'.encode(),
+            ),
+        }
 
     def frame(
         self, data: bytes | str | dict[str, Any], *, pair: str | None = None
@@ -276,7 +286,16 @@ class MarketCodec:
             if type(data) is dict:
                 wire = msgspec.convert(data, self._union, strict=False)
             else:
-                wire = self._decode(data)  # type: ignore[arg-type]
+                try:
+                    wire = self._decode(data)  # type: ignore[arg-type]
+                except msgspec.ValidationError:  # a book the float check refuses, or no frame
+                    wire = self._exact_frame(data)  # type: ignore[arg-type]
+                else:
+                    kind, items = type(wire), wire.data
+                    if kind is self._trades and type(items) is list and len(items) == 1:
+                        return (self._trade(items[0], wire.pair or pair, None, "$.data[0]"),)
+                    if kind is self._floats and items is not None:  # checked: made later
+                        return (self._lazy_book(data, items, wire.pair or pair, wire),)  # type: ignore[arg-type]
         except msgspec.ValidationError as exc:
             failure = exc
         except msgspec.DecodeError as exc:
@@ -329,7 +348,12 @@ class MarketCodec:
 
     def _trade(self, w: Any, pair: str | None, _: str | None, at: str) -> Trade:
         price, quantity, amount = w.price, w.quantity, w.amount
-        if not _fine(price, quantity) or (amount is not None and not _fine(price, amount)):
+        if (  # _fine of the price and quantity, and of the amount if any, inlined
+            price is None
+            or quantity is None
+            or not (price.is_finite() and quantity.is_finite() and price > 0 and quantity >= 0)
+            or (amount is not None and not (amount.is_finite() and amount >= 0))
+        ):
             _need(quantity, "Trade", self.fields.quantity, at)
             self._check("Trade", w, at, "price", "amount")
         time = w.timestamp
@@ -372,13 +396,8 @@ class MarketCodec:
     def _book(self, w: Any, pair: str | None, frame: Any, at: str) -> Book:
         """A book from its wire data; the frame's time when the data carries none."""
         f = self.fields
-        bids, asks = w.bids, w.asks
-        if type(bids) is msgspec.Raw:  # from text: checked now, made on first use
-            bids = self._levels(bids, f.bids, at, best_high=True)
-            asks = self._levels(asks, f.asks, at, best_high=False)
-        else:
-            bids = self._side(bids, f.bids, at, best_high=True)
-            asks = self._side(asks, f.asks, at, best_high=False)
+        bids = self._side(w.bids, f.bids, at, best_high=True)
+        asks = self._side(w.asks, f.asks, at, best_high=False)
         time = w.timestamp
         if type(time) is not int or time < 10**11:  # not ms: read as the module says
             time = self._time("Book", at, (f.timestamp, time), (f.time, w.time)) or self._time(
@@ -392,36 +411,40 @@ class MarketCodec:
             time=time,
         )
 
-    def _levels(
-        self, raw: msgspec.Raw, key: str, at: str, *, best_high: bool
-    ) -> Levels | tuple[tuple[Decimal, Decimal], ...]:
-        """One side as raw text: Levels when its levels pass the float check, else made now.
+    def _lazy_book(self, data: str | bytes, w: Any, pair: str | None, frame: Any) -> Book:
+        """A book whose levels passed the float check: its sides made from data on first use.
 
-        The float check (an object of a price above 0 and a quantity not below 0, each a
-        finite number or numeric string) refuses what the exact decoder may take (arrays,
-        ``1_000``...): that is made now, as it comes, and refused with its located error if
-        it is bad. A side with a minus sign or an escape is made now as well: a float reads
-        ``-1e-400`` as -0.0, not below 0, where its decimal is.
+        The float check (an object of a price and a quantity above 0, each a finite number
+        or numeric string) refuses what the exact decoder may take (arrays, ``1_000``, a
+        quantity 0...): such a frame is decoded exactly, its levels made at once and refused
+        with their located error if bad (_book). What it takes, the exact decoder takes alike
+        (an escape is read the same by both; a minus sign fails it but in ``-0``, a zero).
         """
-        data = bytes(raw)
-        if not data or data == b"null":
-            return ()
-        try:
-            floats = self._floats(data)
-        except msgspec.MsgspecError:
-            floats = None
-        if floats is not None and data.find(45) < 0 and data.find(92) < 0:  # "-", "\\"
-            return Levels(data, floats, best_high, self._prefix, self._make)
-        try:
-            levels = self._exact(data)
-        except msgspec.MsgspecError as exc:
-            raise _wrap(exc, "Book", at=f"{at}.{key}") from None
-        return self._side(levels, key, at, best_high=best_high)
+        bids, asks = w.bids, w.asks
+        make, prefixes = self._make, self._prefixes[type(data)]
+        time = w.timestamp
+        if type(time) is not int or time < 10**11:  # not ms: read as the module says
+            f = self.fields
+            time = self._time(
+                "Book", "$.data", (f.timestamp, time), (f.time, w.time)
+            ) or self._time("frame", "$", (f.timestamp, frame.timestamp), (f.time, frame.time))
+        own = w.pair
+        lazy_bids: Any = Levels(data, bids, True, prefixes[0], make) if bids else ()
+        lazy_asks: Any = Levels(data, asks, False, prefixes[1], make) if asks else ()
+        return Book(
+            pair=own or pair or self._pair(own, pair, "Book", "$.data"),
+            bids=lazy_bids,
+            asks=lazy_asks,
+            time=time,
+        )
 
-    def _make(self, data: bytes, best_high: bool) -> tuple[tuple[Decimal, Decimal], ...]:
-        """The levels of a side _levels checked (so it decodes and passes _side)."""
-        key = self.fields.bids if best_high else self.fields.asks
-        return self._side(self._exact(data), key, "$.data", best_high=best_high)
+    def _make(self, data: str | bytes, best_high: bool) -> tuple[tuple[Decimal, Decimal], ...]:
+        """One side of a book frame _lazy_book took (so it decodes and passes _side)."""
+        f = self.fields
+        book = self._exact_frame(data).data
+        if best_high:
+            return self._side(book.bids, f.bids, "$.data", best_high=True)
+        return self._side(book.asks, f.asks, "$.data", best_high=False)
 
     def _side(
         self, levels: list[Any] | None, key: str, at: str, *, best_high: bool

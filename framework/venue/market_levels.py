@@ -4,10 +4,10 @@ A depth frame of 10+10 levels holds 40 Decimals; making them was half the cost o
 it, and most books are never walked: a strategy counting them, the read model keeping the
 latest, the paper venue reading only the best prices. So the codec checks every level up
 front (a number above 0 for a price, not below 0 for a quantity: what it refuses is refused
-there, with its located error, never later in a strategy's hook) and keeps the side's raw
-text and its floats; the (price, quantity) Decimal levels are made from the text on first
-use, by the codec's own rules (quantity 0 left out, best first, at most ``max_levels``),
-and kept.
+there, with its located error, never later in a strategy's hook: the levels are read as
+floats in the frame's one decode) and keeps the frame's text and the side's floats; the
+(price, quantity) Decimal levels are made from the text on first use, by the codec's own
+rules (quantity 0 left out, best first, at most ``max_levels``), and kept.
 
 The best price needs no levels made when the floats prove which level is best: the first
 level is best when its quantity is above 0 and its price beats every other strictly (a
@@ -44,16 +44,17 @@ class FloatLevel(msgspec.Struct, frozen=True, gc=False, order=True):
 class Levels(msgspec.Struct, gc=False):
     """One side of a book (bids or asks): (price, quantity) Decimal levels, best first.
 
-    Made by the codec from a side it checked: raw is the side's JSON text, floats its levels
-    as floats in wire order, prefix what the text starts with when its first level's price
-    is a string (then the price follows it), make(raw, best_high) the levels.
+    Made by the codec from a frame it checked: raw is the frame's JSON text, floats the
+    side's levels as floats in wire order, prefix what precedes the side's first price in
+    the text when it is a string (once in the text: then the price follows it), and
+    make(raw, best_high) the levels.
     """
 
-    raw: bytes
+    raw: bytes | str
     floats: list[FloatLevel]
     best_high: bool
-    prefix: bytes
-    make: Callable[[bytes, bool], Side]
+    prefix: bytes | str
+    make: Callable[[Any, bool], Side]
     made: Side | None = None
 
     def levels(self) -> Side:
@@ -81,9 +82,14 @@ class Levels(msgspec.Struct, gc=False):
                 )
             ):
                 raw, prefix = self.raw, self.prefix
-                if prefix and raw.startswith(prefix):
-                    start = len(prefix)
-                    return Decimal(raw[start : raw.index(b'"', start)].decode())
+                start = raw.find(prefix)  # type: ignore[arg-type]
+                if start >= 0 and raw.find(prefix, start + 1) < 0:  # type: ignore[arg-type]
+                    start += len(prefix)
+                    text = raw[start : raw.index(prefix[-1:], start)]  # type: ignore[arg-type]
+                    if type(text) is not str:
+                        text = text.decode()  # type: ignore[union-attr]
+                    if "\\" not in text:  # an escape is read by the decoder: made
+                        return Decimal(text)
             made = self.levels()
         return made[0][0] if made else None
 

@@ -165,3 +165,41 @@ def test_fields_named_otherwise_are_read_alike() -> None:
     book = lazy(frame, other)
     assert isinstance(book.asks, Levels)
     assert book.best_ask == Decimal("2.5") and book.asks == ((Decimal("2.5"), Decimal(1)),)
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_minus_sign_or_an_escape_reads_as_the_exact_decoder_reads_it(as_text: bool) -> None:
+    """The float check reads -1e-400 as -0.0 (a zero: left to the exact decoder, which
+    refuses it, escaped or not); the pairs' minus signs are no reason; an escaped price is
+    read as the decoder reads it, its best price too."""
+
+    def frame(asks: Any, pair: str = "ETH-USD") -> Any:
+        data = {"asks": asks, "bids": [], "pair": pair, "timestamp": 1}
+        text = orjson.dumps({"event": "api_depth", "pair": pair, "data": data})
+        return text.decode() if as_text else text
+
+    with pytest.raises(DecodeError) as caught:
+        codec.frame(frame([level("1", "-1e-400")]))
+    assert "$.data.asks[0].quantity" in str(caught.value)
+    (book,) = codec.frame(frame([level("2.5", "1")]))
+    assert isinstance(book, Book) and isinstance(book.asks, Levels)
+    assert book.best_ask == Decimal("2.5") and book.pair == "ETH-USD"
+    plain = frame([level("2.5", "1")])
+    text = plain.replace("2.5", "2\\u002e5") if as_text else plain.replace(b"2.5", b"2\\u002e5")
+    (escaped,) = codec.frame(text)
+    assert isinstance(escaped, Book) and escaped.best_ask == Decimal("2.5")
+    assert escaped.asks == ((Decimal("2.5"), Decimal(1)),)
+    escaped_minus = frame([level("1", "-1e-400")]).replace(*minus(as_text, "\\u002d1e\\u002d400"))
+    hidden = (  # the pair's two minus signs, escaped, as many as the level's
+        '{"event":"api_depth","pair":"E\\u002dT\\u002dH","data":{"asks":[{"price":"1",'
+        '"quantity":"-1e-400"}],"timestamp":1}}'
+    )
+    for text in (escaped_minus, hidden if as_text else hidden.encode()):
+        with pytest.raises(DecodeError) as caught:
+            codec.frame(text)
+        assert "$.data.asks[0].quantity" in str(caught.value)
+
+
+def minus(as_text: bool, into: str) -> tuple[Any, Any]:
+    """The replace() arguments of -1e-400 into that text, as str or bytes."""
+    return ("-1e-400", into) if as_text else (b"-1e-400", into.encode())
