@@ -16,8 +16,9 @@ strategies:
   at that mark moved by ``slippage`` against the taker (0 by default: prices found in a
   recording are trade prices, which already carry the slippage their takers paid; set it
   for a CSV track of marks), limit orders never beyond their limit. A pair with no price yet refuses orders with 2331 (no market predict price).
-* With market data (:meth:`PaperVenue.on_market`), fills follow the recorded books and
-  trades by the fill rule (``fill_rule``: touch, through or queue,
+* With market data (:meth:`PaperVenue.on_market`), a pair's fills follow its recorded books
+  and trades from its own first book or trade on (other pairs keep their price track) by the
+  fill rule (``fill_rule``: touch, through or queue,
   :mod:`framework.sim.fill_model`).
   An order reaches the account after its latency, a draw of the latency model
   (``latency_ms``, ``latency`` or the ``fill_model`` file; :meth:`PaperVenue.arrival_delay_ms`)
@@ -244,13 +245,19 @@ class PaperVenue:
         self.on_fill: Callable[[Fill], None] | None = None
         self.changes = 0
         """How many times the paper account changed (orders, fills, marks of what is held)."""
-        self.market_fills = False
-        """True once a recorded book or trade came: fills follow the recorded market, and
-        marks are the recorded ones (else its book's mid and trades): the track is unused."""
+        self.market_pairs: set[str] = set()
+        """The pairs a recorded book or trade came for: their fills follow the recorded market,
+        their marks are the recorded ones (else its book's mid and trades), the track is unused
+        for them. Other pairs keep their price track."""
         self._marked: set[str] = set()  # pairs with a recorded mark price
         self._unmarked: dict[str, list[MarketRecord]] = {}  # per pair: see on_market
         self.on_change: Callable[[], None] | None = None
         """Called when the paper account is about to change (an order, a fill, a mark)."""
+
+    @property
+    def market_fills(self) -> bool:
+        """True once a recorded book or trade came for some pair (see market_pairs)."""
+        return bool(self.market_pairs)
 
     # ---- prices
 
@@ -286,7 +293,7 @@ class PaperVenue:
         rows, now, at = self.track.rows, self._now_ms(), self._feed_at
         while at < len(rows) and rows[at][0] <= now:
             ts, pair, price = rows[at]
-            if not self.market_fills:
+            if pair not in self.market_pairs:
                 self.apply_price(pair, price, ts)
             at += 1
         self._feed_at = at
@@ -298,7 +305,7 @@ class PaperVenue:
         self._arm()
 
     def _catch_up(self, pair: str, now: int) -> None:
-        if self.market_fills:
+        if pair in self.market_pairs:
             return
         price = self.track.last_at(pair, now)
         if price is not None:
@@ -320,7 +327,7 @@ class PaperVenue:
         self._emit(self.exchange.set_mark(pair, price, ts), ts)
 
     def on_market(self, record: MarketRecord) -> None:
-        """A recorded market record: from the first book or trade on, fills follow them.
+        """A recorded market record: from a pair's first book or trade on, its fills follow them.
 
         A book is what market orders walk (never better than its best price; what it cannot
         fill is left unfilled), a trade fills the resting orders it trades through (at their
@@ -336,11 +343,11 @@ class PaperVenue:
             self._marked.add(record.pair)
             self.apply_price(record.pair, record.price, self._now_ms())
             return
-        if not self.exchange.book_fills:
-            self.exchange.book_fills = True
-            self.market_fills = True
-            log.info("the recording has market data: paper fills follow its books and trades")
         pair = record.pair
+        if pair not in self.market_pairs:
+            self.market_pairs.add(pair)
+            self.exchange.follow_market(pair)
+            log.info("the recording has market data for %s: its fills follow them", pair)
         if type(record) is Book:
             self.exchange.set_book(pair, record)
         if not market.book and not market.holders and pair not in self._marked:
@@ -385,7 +392,7 @@ class PaperVenue:
 
     def _reference(self, pair: str, now: int) -> Decimal | None:
         s = self.settings
-        if s.fill_price == "next" and not self.market_fills:
+        if s.fill_price == "next" and pair not in self.market_pairs:
             price = self.track.next_at(pair, now, s.max_wait_ms)
             if price is not None:
                 return price

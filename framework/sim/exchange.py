@@ -22,8 +22,8 @@ Model (the business rules SPEC.md leaves "not shown", all documented choices):
   2102 ``Insufficient balance:<coin>`` when it is positive but smaller than margin + fee.
 * Matching is against the mark, liquidity-capped; resting GTC orders fill whole at their
   limit, as maker, when the mark crosses them; the mark moving also liquidates
-  (:mod:`framework.sim.fills`). With ``book_fills`` the exchange reads a published market
-  instead: arrivals walk its book, resting orders fill on its trades by the fill rule
+  (:mod:`framework.sim.fills`). With ``book_fills`` (or per pair, :meth:`Exchange.follow_market`) the exchange
+  reads a published market instead: arrivals walk its book, resting orders fill on its trades by the fill rule
   (``fill_rule``: touch, through, or queue with fills in part; :mod:`framework.sim.market_fills`). FOK without its fill is still accepted; POST_ONLY that would
   cross is refused with ``2001 Illegal parameter:price`` (or accepted and cancelled,
   configurable). :meth:`Exchange.cancel_resting` cancels a resting order (its reserve is
@@ -128,9 +128,11 @@ class Exchange:
         book_fills: fills follow a published market (:mod:`framework.sim.market_fills`):
         arrivals walk the book given to :meth:`set_book`, resting orders fill on the trades
         given to :meth:`market_trades` by fill_rule (``queue`` by default), and a mark alone
-        fills nothing.
+        fills nothing. Without it, :meth:`follow_market` turns that on for one pair.
         """
         self.book_fills = book_fills
+        self.market_pairs: set[str] = set()
+        """The pairs whose fills follow a published market although book_fills is off."""
         self.fill_rule = fill_rule if fill_rule is not None else FillRule()
         self.slippage = settings.slippage
         self.maintenance_rate = settings.maintenance_margin_rate
@@ -356,7 +358,7 @@ class Exchange:
         client_id = order.client_order_id
         position = account.positions.get(pair)
         opposite = position is not None and position.is_long != is_long
-        quotes = market.quotes if self.book_fills else None
+        quotes = market.quotes if self.follows_market(pair) else None
         if quotes is None:
             plan = plan_fill(market, order, self.slippage)
         else:
@@ -414,6 +416,14 @@ class Exchange:
         account.orders.placed(order, order_id, now_ms, filled=fill, resting=resting)
         return order_id
 
+    def follows_market(self, pair: str) -> bool:
+        """True when the pair's fills follow its published market (book_fills or follow_market)."""
+        return self.book_fills or pair in self.market_pairs
+
+    def follow_market(self, pair: str) -> None:
+        """From now on, the pair's fills follow its published market (book_fills for one pair)."""
+        self.market_pairs.add(pair)
+
     # -- marks -------------------------------------------------------------------------------
 
     def set_mark(self, pair: str, price: Decimal, now_ms: int) -> list[Event]:
@@ -424,7 +434,7 @@ class Exchange:
             raise ValueError(f"a mark price must be positive, got {price}")
         market.mark = price
         events: list[Event] = []
-        if not self.book_fills:
+        if not self.follows_market(pair):
             for order in market.book.pop_crossed(price):
                 account = self.accounts[order.user_id]
                 fill_crossed(self._fill_step, account, market, order, now_ms, events)
@@ -436,14 +446,14 @@ class Exchange:
         the queue rule reads the resting orders' queues from."""
         market = self.markets[pair]
         market.quotes = book
-        if book is not None and self.book_fills:
+        if book is not None and self.follows_market(pair):
             queue_on_book(market, book, self.fill_rule)
 
     def market_trades(self, pair: str, trades: Sequence[Trade], now_ms: int) -> list[Event]:
         """Trades published on the pair: fill the resting orders they reach, by the fill
         rule, in order (with book_fills; otherwise the mark does that and this does nothing).
         """
-        if not self.book_fills:
+        if not self.follows_market(pair):
             return []
         market = self.markets[pair]
         events = fill_on_trades(

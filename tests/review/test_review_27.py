@@ -423,7 +423,6 @@ logging: {level: WARNING}
 """
 
 
-@pytest.mark.xfail(strict=True, reason="bug 4: fixed with the fill-model work")
 def test_a_pair_without_recorded_market_data_keeps_its_price_track(tmp_path: Path) -> None:
     """PaperVenue.on_market turns ``exchange.book_fills`` and ``market_fills`` on for the whole
     venue at the first recorded book or trade of ANY pair (paper.py:276-279); from then on

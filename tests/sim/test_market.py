@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import msgspec
 import pytest
 
 from framework.sim.exchange import Exchange
@@ -193,3 +194,21 @@ def test_without_book_fills_trades_fill_nothing_and_the_mark_rule_holds() -> Non
     ex.submit(1, [order("bid", long=True, qty="1", price="1990")], NOW, atomic=False)
     assert ex.market_trades(PAIR, [trade("1900")], NOW) == []
     assert ex.set_mark(PAIR, Decimal(1990), NOW)  # today's rule: the mark crossed it
+
+
+def test_follow_market_turns_book_fills_on_for_one_pair_only() -> None:
+    """A pair whose market is published follows it; the other pair keeps the mark rule."""
+    ex = Exchange(ExchangeSettings())
+    ex.open_account(1, None, {"USD": Decimal(100000)})
+    ex.follow_market(PAIR)
+    assert ex.follows_market(PAIR) and not ex.follows_market("BTC-USD")
+    ex.set_book(PAIR, book([("2100", "1")], [("1980", "1")]))
+    ex.submit(1, [order("bid", long=True, qty="1", price="1990")], NOW, atomic=False)
+    assert ex.set_mark(PAIR, Decimal(1985), NOW) == []  # the mark fills nothing here
+    assert ex.market_trades(PAIR, [trade("1900")], NOW)  # a trade through it does
+    btc = msgspec.structs.replace(
+        order("btc", long=True, qty="0.01", price="39000"), pair_name="BTC-USD"
+    )
+    ex.submit(1, [btc], NOW, atomic=False)
+    assert ex.market_trades("BTC-USD", [trade("38000")], NOW) == []
+    assert ex.set_mark("BTC-USD", Decimal(38900), NOW)  # the mark rule still holds
