@@ -155,6 +155,18 @@ class PaperSettings:
             return LatencySettings.constant(self.latency_ms)
         return model.latency
 
+    def rule_source(self) -> str:
+        """Which key the fill rule comes from: ``fill_rule``, ``fill_model`` or ``default``."""
+        if self.fill_rule is not None:
+            return "fill_rule"
+        return "fill_model" if self.fill_model else "default"
+
+    def latency_source(self) -> str:
+        """Which key the latency comes from: ``latency``, ``latency_ms`` or ``fill_model``."""
+        if self.latency is not None:
+            return "latency"
+        return "latency_ms" if self.latency_ms or not self.fill_model else "fill_model"
+
 
 # ------------------------------------------------------------------------------ venue
 

@@ -30,6 +30,7 @@ from framework.backtest.report_charts import (
     price_figure,
     when,
 )
+from framework.backtest.report_settings import settings_rows
 from framework.backtest.round_trips import UNATTRIBUTED, RoundTrip
 from framework.venue.codec import plain_decimal
 
@@ -105,64 +106,6 @@ def _table(name: str, headers: Sequence[str], rows: Iterable[Sequence[object]], 
 
 def _rows(pairs: Iterable[tuple[str, str]]) -> str:
     return "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in pairs)
-
-
-def _pct(fraction: str) -> str:
-    return plain_decimal((Decimal(fraction) * 100).normalize())
-
-
-def _settings_rows(results: Mapping[str, Any], market: bool = False) -> list[tuple[str, str]]:
-    """How the paper venue filled and charged (report.json's settings), in words.
-
-    market: the paper venue filled against the recording's market (its books and trades).
-    """
-    settings = results.get("settings")
-    if not settings:
-        return [("Settings", "not recorded with these results")]
-    if settings["fill_price"] == "next":
-        rule = (
-            f"the first price at or after the order, at most {settings['max_wait_ms']} ms "
-            "ahead (fill_price: next)"
-        )
-    else:
-        rule = "the last price at or before the order: no look-ahead (fill_price: last)"
-    sources = settings["prices_csv"] or " then ".join(settings["price_sources"])
-    if market:
-        rule = (
-            "against the recording's market: market orders walk the recorded book, resting "
-            "orders fill at their limit when a recorded trade reaches it (before the first "
-            f"recorded book or trade: {rule})"
-        )
-        sources = (
-            "the recording's market: its marks, else the book's mid, else trades (before the "
-            f"first recorded book or trade: {sources})"
-        )
-    own = (
-        "replaced by the paper venue's (supersede)"
-        if settings["own_activity"] == "supersede"
-        else "delivered as recorded (deliver)"
-    )
-    rows = [
-        ("Fill price", rule),
-        (
-            "Fees",
-            f"maker {_pct(settings['maker_fee'])} %, taker {_pct(settings['taker_fee'])} % "
-            f"of the notional (maker_fee {settings['maker_fee']}, "
-            f"taker_fee {settings['taker_fee']})",
-        ),
-        (
-            "Slippage",
-            f"{_pct(settings['slippage'])} % of the price, against takers "
-            f"(slippage {settings['slippage']})",
-        ),
-        ("Answer latency", f"{settings['latency_ms']} ms"),
-        ("Prices from", sources),
-        ("The recorded node's own fills, positions and balances", own),
-    ]
-    rows += [
-        (f"Initial equity {coin}", pnl["initial_equity"]) for coin, pnl in results["pnl"].items()
-    ]
-    return rows
 
 
 def _summary_rows(results: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -510,7 +453,7 @@ def render_html(results: Mapping[str, Any], collector: ReportCollector, *, title
             f"({period['duration_s']} s of recording), strategies: "
             f"{html.escape(', '.join(results['strategies']))}</p>",
             "<table id='settings'><tr><th>Setting</th><th>Value</th></tr>",
-            _rows(_settings_rows(results, collector.paper.market_fills)),
+            _rows(settings_rows(results, collector.paper.market_fills)),
             "</table>",
             "<table id='summary'><tr><th>Result</th><th>Value</th></tr>",
             _rows(_summary_rows(results)),

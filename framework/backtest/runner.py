@@ -49,6 +49,7 @@ from framework.engine.strategy import Strategy, load_source
 from framework.engine.venue import Executor
 from framework.fill_model_file import load_fill_model
 from framework.recording import RecordingReader
+from framework.sim.latency import LatencySettings
 from framework.venue.codec import push_types
 from framework.venue.errors import ConfigError
 from framework.venue.models import AccountBalance
@@ -492,11 +493,31 @@ class _TimerFire:
         self.bus.publish(Timer(self.name, self.strategy, self.clock.now()))
 
 
+def _source(key: str, paper: PaperSettings) -> str:
+    """Where a fill model setting came from, as the report says it."""
+    if key == "fill_model":
+        return f"the fill_model file {Path(paper.fill_model or '').name}"
+    return "the default" if key == "default" else f"backtest.paper.{key}"
+
+
 def _settings_summary(settings: BacktestSettings, venue: PaperVenue) -> dict[str, Any]:
     paper = settings.paper
+    rule, latency = venue.fill_rule, venue.latency
     return {
-        "fill_rule": venue.fill_rule.describe(),
-        "latency": venue.latency.describe(),
+        "fill_rule": rule.describe(),
+        "fill_rule_params": {"rule": rule.rule}
+        | (
+            {
+                "queue_start_share": str(rule.params.queue_start_share),
+                "cancels": rule.params.cancels,
+            }
+            if rule.rule == "queue"
+            else {}
+        ),
+        "fill_rule_from": _source(paper.rule_source(), paper),
+        "latency": latency.describe(),
+        "latency_params": _latency_params(latency),
+        "latency_from": _source(paper.latency_source(), paper),
         "own_activity": settings.own_activity,
         "price_sources": list(settings.price_sources),
         "prices_csv": Path(settings.prices_csv).name if settings.prices_csv else None,
@@ -507,3 +528,14 @@ def _settings_summary(settings: BacktestSettings, venue: PaperVenue) -> dict[str
         "maker_fee": str(paper.maker_fee),
         "taker_fee": str(paper.taker_fee),
     }
+
+
+def _latency_params(latency: LatencySettings) -> dict[str, Any]:
+    """The latency model and its parameters (an empirical model's samples counted)."""
+    if latency.model == "constant":
+        return {"model": "constant", "ms": latency.ms}
+    if latency.model == "lognormal":
+        params: dict[str, Any] = {"median_ms": latency.median_ms, "sigma": latency.sigma}
+    else:
+        params = {"samples": len(latency.samples_ms or ())}
+    return {"model": latency.model, **params, "min_ms": latency.min_ms, "max_ms": latency.max_ms}

@@ -181,12 +181,23 @@ def test_report_html_draws_its_charts_without_javascript_errors(tmp_path: Path) 
     settings = dict(probe["tables"]["settings"]["rows"])
     assert settings["Fill price"].startswith("against the recording's market: market orders")
     assert (
-        "(before the first recorded book or trade: the first price at or after"
-        in (settings["Fill price"])
+        "(each pair from its own first recorded book or trade; before it, and on pairs "
+        "without one: the first price at or after" in settings["Fill price"]
     )
     assert settings["Prices from"].startswith("the recording's market: its marks, else")
     assert settings["Fees"].startswith("maker 0.02 %, taker 0.05 %")
     assert settings["Slippage"].startswith("0 % of the price")
+    # The fill rule and the latency, with their parameters and the keys they came from
+    # (the shipped config: fill_rule: queue, latency_ms: 0).
+    assert settings["Fill rule"].startswith("a trade beyond a resting order's price fills it")
+    assert settings["Fill rule"].endswith(
+        "(queue: queue_start_share 1, cancels pro_rata) (from backtest.paper.fill_rule)"
+    )
+    assert settings["Latency (order to paper account)"] == (
+        "0 ms, constant (from backtest.paper.latency_ms)"
+    )
+    assert "Answer latency" not in settings
+    assert results["settings"]["latency_params"] == {"model": "constant", "ms": 0}
     # Net PnL by its labelled parts, as report.json has them.
     summary = dict(probe["tables"]["summary"]["rows"])
     usd = results["pnl"]["USD"]
@@ -244,8 +255,18 @@ def test_the_price_charts_draw_the_market_only_when_the_recording_has_it(tmp_pat
     config = tweaked_config()
     config = config[: config.index("\nmarket:") + 1] + config[config.index("\nstrategies:") + 1 :]
     assert "\nmarket:" not in config
+    # ...and its fill rule and latency from a fill_model file: a log-normal latency.
+    config = config.replace("    fill_rule: queue ", "    # fill_rule: queue ", 1)
+    config = config.replace("    # fill_model: models/fill.yaml", "    fill_model: fill.yaml", 1)
+    assert "\n    fill_model: fill.yaml" in config and "\n    fill_rule:" not in config
+    (tmp_path / "without").mkdir()
+    (tmp_path / "without" / "fill.yaml").write_text(
+        "version: 1\nlatency: {model: lognormal, median_ms: 20, sigma: 0.5}\n"
+        "fill: {rule: through}\n",
+        encoding="utf-8",
+    )
     plain = without_market(sample, tmp_path / "plain.jsonl")
-    _, probe = opened(tmp_path / "without", config, plain)
+    results, probe = opened(tmp_path / "without", config, plain)
     charts = {c["id"]: c for c in probe["charts"]}
     assert {"price-0", "price-1"} <= set(charts)
     for chart in ("price-0", "price-1"):
@@ -254,3 +275,16 @@ def test_the_price_charts_draw_the_market_only_when_the_recording_has_it(tmp_pat
     settings = dict(probe["tables"]["settings"]["rows"])
     assert settings["Fill price"].startswith("the first price at or after the order")
     assert settings["Prices from"] == "matches then positions"
+    assert settings["Fill rule"] == (
+        "a resting order fills whole, at its limit, only when a trade prints beyond its price "
+        "(through); unused in this run: the recording has no books or trades, resting orders "
+        "filled when the price crossed them (from the fill_model file fill.yaml)"
+    )
+    assert settings["Latency (order to paper account)"] == (
+        "a log-normal draw per order: median 20.0 ms, sigma 0.5, kept within 0 to 60000 ms, "
+        "seeded (from the fill_model file fill.yaml)"
+    )
+    assert results["settings"]["latency_params"] == {
+        "model": "lognormal", "median_ms": 20.0, "sigma": 0.5, "min_ms": 0, "max_ms": 60000
+    }  # fmt: skip
+    assert results["settings"]["latency_from"] == "the fill_model file fill.yaml"
