@@ -86,13 +86,17 @@ def settings_rows(results: Mapping[str, Any], market: bool = False) -> list[tupl
 def _rule_words(params: Mapping[str, str], market: bool) -> str:
     """The fill rule of report.json's settings in words (market: the run used it)."""
     rule = params["rule"]
+    chance = params.get("fill_probability", "1")
+    each = "" if Decimal(chance) == 1 else f", each such trade with probability {chance} (seeded)"
     if rule == "touch":
         words = (
-            "a resting order fills whole, at its limit, when a trade prints at its price or beyond"
+            "a resting order fills whole, at its limit, when a trade prints at its price or "
+            f"beyond{each}"
         )
     elif rule == "through":
         words = (
-            "a resting order fills whole, at its limit, only when a trade prints beyond its price"
+            "a resting order fills whole, at its limit, only when a trade prints beyond its "
+            f"price{each}"
         )
     else:
         cancels = (

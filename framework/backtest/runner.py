@@ -512,9 +512,10 @@ def _settings_summary(settings: BacktestSettings, venue: PaperVenue) -> dict[str
                 "cancels": rule.params.cancels,
             }
             if rule.rule == "queue"
-            else {}
+            else {"fill_probability": str(rule.fill_probability)}
         ),
-        "fill_rule_from": _source(paper.rule_source(), paper),
+        "fill_rule_from": _source(paper.rule_source(), paper)
+        + ("" if paper.fill_probability is None else "; backtest.paper.fill_probability"),
         "latency": latency.describe(),
         "latency_params": _latency_params(latency),
         "latency_from": _source(paper.latency_source(), paper),

@@ -262,7 +262,7 @@ def test_the_price_charts_draw_the_market_only_when_the_recording_has_it(tmp_pat
     (tmp_path / "without").mkdir()
     (tmp_path / "without" / "fill.yaml").write_text(
         "version: 1\nlatency: {model: lognormal, median_ms: 20, sigma: 0.5}\n"
-        "fill: {rule: through}\n",
+        "fill: {rule: through, fill_probability: 0.5}\n",
         encoding="utf-8",
     )
     plain = without_market(sample, tmp_path / "plain.jsonl")
@@ -276,8 +276,8 @@ def test_the_price_charts_draw_the_market_only_when_the_recording_has_it(tmp_pat
     assert settings["Fill price"].startswith("the first price at or after the order")
     assert settings["Prices from"] == "matches then positions"
     assert settings["Fill rule"] == (
-        "a resting order fills whole, at its limit, only when a trade prints beyond its price "
-        "(through); unused in this run: the recording has no books or trades, resting orders "
+        "a resting order fills whole, at its limit, only when a trade prints beyond its price, "
+        "each such trade with probability 0.5 (seeded) (through); unused in this run: the recording has no books or trades, resting orders "
         "filled when the price crossed them (from the fill_model file fill.yaml)"
     )
     assert settings["Latency (order to paper account)"] == (

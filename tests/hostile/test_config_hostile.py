@@ -240,7 +240,7 @@ def test_a_one_megabyte_flow_list_is_read_in_bounded_memory(tmp_path: Path) -> N
     assert result.stderr.splitlines() == [
         "extra: unknown key; expected one of: account, backtest, execution, journal, logging,"
         " market, metrics, node, pairs, polling, recording, shadow, sources, strategies, stream, venue"
-            " (line 10)"
+        " (line 10)"
     ]
 
 
