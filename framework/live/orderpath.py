@@ -220,6 +220,9 @@ class OrderPath:
                         sock.close()
                         last = exc
                         continue
+                    except BaseException:  # cancelled, or the connect timed out: no leak
+                        sock.close()
+                        raise
                     try:
                         _transport, conn = await loop.create_connection(
                             _Conn,
@@ -261,11 +264,18 @@ class OrderPath:
         self._idle.append(conn)
 
     async def aclose(self) -> None:
-        """Close every connection."""
-        for conn in [*self._idle, *self._busy]:
+        """Close every connection, and let the loop close their sockets before returning.
+
+        An aborted transport closes its socket in a callback of the next loop turn: a loop
+        closed right after (the end of a run) would leave it to the garbage collector.
+        """
+        conns = [*self._idle, *self._busy]
+        for conn in conns:
             conn.close()
         self._idle.clear()
         self._busy.clear()
+        if conns:
+            await asyncio.sleep(0)
 
     # -- requests -----------------------------------------------------------------------
 

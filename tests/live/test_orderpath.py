@@ -284,3 +284,37 @@ async def test_stale_socket_seen_before_writing_is_replaced(
 def test_base_url_must_be_http() -> None:
     with pytest.raises(ValueError, match="http"):
         OrderPath("ftp://example.com")
+
+
+async def test_a_connect_cut_short_closes_its_socket() -> None:
+    # A connect that times out (or is cancelled) before the venue accepts: its socket is
+    # closed there and then, never left for the garbage collector (a ResourceWarning, and a
+    # file descriptor held until then). A listener that never accepts, its backlog filled
+    # first, leaves the next connect hanging.
+    import gc
+    import warnings
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        for _ in range(8):
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+            fillers.append(filler)
+        try:
+            path = OrderPath(f"http://127.0.0.1:{port}", connect_timeout=0.2)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for _ in range(3):
+                    with pytest.raises(SendFailed, match="timed out"):
+                        await path.connect()
+                gc.collect()
+            await path.aclose()
+        finally:
+            for filler in fillers:
+                filler.close()
+    leaked = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert leaked == [], [str(w.message) for w in leaked]
