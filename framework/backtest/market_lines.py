@@ -139,8 +139,12 @@ class MarketLines:
 
     def _on_book(self, book: Book) -> None:
         line = self._mids.get(book.pair)
-        if line is not None and book.bids and book.asks:
-            line.add(self._now_ms(), book.bids[0][0] + book.asks[0][0])
+        if line is not None:
+            # best_bid/best_ask, not bids[0]: a decoded book's best prices are read alone,
+            # its levels are not made (a replay hears hundreds of thousands of books).
+            bid, ask = book.best_bid, book.best_ask
+            if bid is not None and ask is not None:
+                line.add(self._now_ms(), bid + ask)
 
     def _on_mark(self, mark: MarkPrice) -> None:
         line = self._marks.get(mark.pair)

@@ -81,6 +81,7 @@ __all__ = ["ReplayStats", "Replayer"]
 log = logging.getLogger("framework.replay")
 
 _NEW = ChangeType.NEW
+_OTHER: Final = object()  # a frame left to the push decoder
 _MARKET_TYPES: Final = (Trade, Book, Bar, MarkPrice, IndexPrice)
 _MARKET_HEADS: Final = tuple(f'{{"event":"{event}"' for event in (TRADE, DEPTH, KLINE))
 """How the venue's market frames begin; one that begins otherwise is found after the
@@ -279,8 +280,9 @@ class Replayer:
         now = clock.ms
         due = timeline.due_at
         market_heads = _MARKET_HEADS
-        market_frame = self._market_frame
-        frames = accounts = positions = superseded = others = 0
+        market_decode, frame_pair = self._market.frame, self._frame_pair
+        market_routes, market_pairs, tap = self._market_routes, self._market_pairs, self.on_market
+        frames = accounts = positions = superseded = others = market_frames = 0
         for record in batch if start == 0 and stop is None else batch[start:stop]:
             ts = record.ts
             if type(ts) is not int:
@@ -291,26 +293,43 @@ class Replayer:
                     due = timeline.due_at
                 clock.ms = now = ts
             elif ts < now:
-                stats.time_went_back += 1
-                if self.first_back_line is None:
-                    self._note_back(batch, record)
+                self._went_back(batch, record)
             frame = record.frame
             if frame is None:
                 self._rest(record, ts)
                 due = timeline.due_at
             else:
                 frames += 1
-                if frame.startswith(market_heads) and market_frame(frame):
-                    push = None
-                else:
+                push: Any = _OTHER
+                if frame.startswith(market_heads):
+                    # A market frame, inlined (a replay hears hundreds of thousands a second):
+                    # the usual frame of one record straight to its route, then to the tap.
+                    try:
+                        records = market_decode(frame, pair=frame_pair)
+                    except DecodeError as exc:
+                        push = self._market_refused(exc)
+                    else:
+                        push = None
+                        if (
+                            market_routes is not None
+                            and type(records) is tuple
+                            and len(records) == 1
+                        ):
+                            market = records[0]
+                            if len(market_pairs) < 4096:
+                                market_pairs.add(market.pair)
+                            market_routes[type(market)](market)
+                            if tap is not None:  # after: the fills it makes follow the trade
+                                tap(market)
+                            market_frames += 1
+                        else:
+                            self._market_records(records)
+                            market_routes = self._market_routes
+                if push is _OTHER:
                     try:
                         push = decode(frame)
                     except DecodeError as exc:
-                        if not (exc.unknown_event and market_frame(frame)):
-                            if exc.unknown_event:
-                                stats.unknown_events += 1
-                            else:
-                                stats.malformed_frames += 1
+                        if not self._undecoded(exc, frame):
                             continue
                         push = None
                 if push is None:  # a market frame: delivered
@@ -343,36 +362,30 @@ class Replayer:
         stats.position_pushes += positions
         stats.account_pushes += accounts
         stats.pushes_superseded += superseded
+        stats.market_frames += market_frames
+        stats.market_records += market_frames
 
     # ---- market data
 
     def _market_frame(self, frame: str) -> bool:
         """Deliver a market frame's records (or count it); False when its event is another."""
-        stats = self.stats
         try:
             records = self._market.frame(frame, pair=self._frame_pair)
         except DecodeError as exc:
             if exc.unknown_event:
                 return False
-            stats.market_errors += 1
+            self.stats.market_errors += 1
             return True
-        if type(records) is tuple:
-            stats.market_frames += 1
-            routes = self._market_routes
-            if routes is None or len(records) != 1:
-                self._deliver(records)
-                return True
-            record = records[0]  # the usual frame: one trade or one book, delivered here
-            pairs = self._market_pairs
-            if len(pairs) < 4096:
-                pairs.add(record.pair)
-            routes[type(record)](record)
-            if self.on_market is not None:
-                self.on_market(record)
-            stats.market_records += 1
-        else:  # a subscribe acknowledgement
-            stats.acks += 1
+        self._market_records(records)
         return True
+
+    def _market_records(self, records: tuple[MarketRecord, ...] | SubscribeAck) -> None:
+        """A decoded market frame's records delivered (or its acknowledgement counted)."""
+        if type(records) is tuple:
+            self.stats.market_frames += 1
+            self._deliver(records)
+        else:  # a subscribe acknowledgement
+            self.stats.acks += 1
 
     def _market_answer(self, line: MarketLine) -> None:
         """Deliver the records of a public answer the live market feed fed (a market line)."""
@@ -452,9 +465,29 @@ class Replayer:
         elif path == BATCH_CREATE_PATH:
             stats.recorded_batches += 1
 
-    def _note_back(self, batch: list[LineRecord], record: LineRecord) -> None:
-        """Keep the line number of the first record that steps back in time."""
-        if self._reader is not None:
+    def _market_refused(self, exc: DecodeError) -> Any:
+        """A market frame the market codec refused: counted (None), or _OTHER when its event is
+        none of the market's (left to the push decoder)."""
+        if exc.unknown_event:
+            return _OTHER
+        self.stats.market_errors += 1
+        return None
+
+    def _undecoded(self, exc: DecodeError, frame: str) -> bool:
+        """A frame the push decoder refused: True when it is a market frame (delivered), else
+        counted (an unknown event or a malformed frame)."""
+        if exc.unknown_event and self._market_frame(frame):
+            return True
+        if exc.unknown_event:
+            self.stats.unknown_events += 1
+        else:
+            self.stats.malformed_frames += 1
+        return False
+
+    def _went_back(self, batch: list[LineRecord], record: LineRecord) -> None:
+        """Count a record older than the time reached; keep the line number of the first."""
+        self.stats.time_went_back += 1
+        if self.first_back_line is None and self._reader is not None:
             index = next(i for i, line in enumerate(batch) if line is record)
             self.first_back_line = self._reader.line_of(index)
 
