@@ -310,7 +310,7 @@ async def run_daemon(
             }
         ],
     }
-    if market or shadow:  # trades only; no mark poll (the venue here answers no market REST)
+    if market:  # trades only; no mark poll (the venue here answers no market REST)
         data["market"] = {"pairs": {PAIR: {"channels": ["trade"], "mark_interval_s": 0}}}
     if shadow:
         data["shadow"] = {"enabled": True, "report": None, "summary_every_s": 0}
@@ -583,4 +583,7 @@ if __name__ == "__main__":
         help="a fourth stack: the daemon with a paper shadow beside it (issue 28)",
     )  # fmt: skip
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    asyncio.run(main(parser.parse_args()))
+    parsed = parser.parse_args()
+    if parsed.shadow and not parsed.market:
+        parser.error("--shadow needs --market: the shadow's paper venue fills against the market")
+    asyncio.run(main(parsed))
