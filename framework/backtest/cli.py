@@ -77,13 +77,7 @@ def backtest_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
-    if not Path(recording).is_file():
-        print(f"backtest: recording {recording}: no such file", file=sys.stderr)
-        return EXIT_FAILED
-    try:
-        problem = recording_problem(recording)
-    except OSError as exc:
-        problem = f"cannot read: {exc.strerror or exc}"
+    problem = recording_problem(recording)
     if problem is not None:
         print(f"backtest: recording {recording}: {problem}", file=sys.stderr)
         return EXIT_FAILED
@@ -182,17 +176,23 @@ def _nothing() -> Iterator[None]:
 
 
 def recording_problem(path: str | Path) -> str | None:
-    """Why a recording cannot be replayed (empty, no valid record), or None when it can.
+    """Why a recording cannot be read (no such file, unreadable, empty, no valid record), or
+    None when it can.
 
     Reads up to its first record: a valid recording costs one piece of reading.
     """
-    reader = RecordingReader(path)
+    if not Path(path).is_file():
+        return "no such file"
     try:
-        for _ in reader.records():
-            return None
-        stats = reader.stats
-    finally:
-        reader.close()
+        reader = RecordingReader(path)
+        try:
+            for _ in reader.records():
+                return None
+            stats = reader.stats
+        finally:
+            reader.close()
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
     if stats.lines == 0:
         return "empty: nothing to replay"
     return (

@@ -20,6 +20,7 @@ from framework.backtest.cli import recording_problem
 from framework.calibrate.estimates import Estimate, LogNormal
 from framework.calibrate.fit import Bucket, Calibration, fit
 from framework.calibrate.journal_orders import journal_orders
+from framework.calibrate.model import model_document
 from framework.calibrate.observations import Observations, observe
 from framework.output_path import unwritable
 from framework.venue.errors import ConfigError
@@ -157,13 +158,7 @@ def calibrate_main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     recording = Path(args.recording)
-    if not recording.is_file():
-        print(f"calibrate: recording {recording}: no such file", file=sys.stderr)
-        return _EXIT_FAILED
-    try:
-        problem = recording_problem(recording)
-    except OSError as exc:
-        problem = f"cannot read: {exc.strerror or exc}"
+    problem = recording_problem(recording)
     if problem is not None:
         print(f"calibrate: recording {recording}: {problem}", file=sys.stderr)
         return _EXIT_FAILED
@@ -196,7 +191,7 @@ def calibrate_main(argv: list[str]) -> int:
         "first_ms": obs.first_ms,
         "last_ms": obs.last_ms,
     }
-    document = cal.model(source)
+    document = model_document(cal, source)
     Path(args.out).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     Path(args.report).write_text(report_html(cal, f"calibration of {recording.name}"), "utf-8")
     print(f"model: {args.out}; plots: {args.report}")

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
@@ -89,12 +89,6 @@ class Calibration:
     partial_share: Estimate | None
     filled_fraction: Estimate | None
     slippage_bps: Estimate | None
-
-    def model(self, source: dict[str, Any]) -> dict[str, Any]:
-        """The model file's content (versioned; see framework.calibrate.model)."""
-        from framework.calibrate.model import model_document
-
-        return model_document(self, source)
 
 
 def _distance_bps(seen: OrderSeen) -> Decimal | None:

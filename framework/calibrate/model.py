@@ -26,13 +26,11 @@ touches, the fill rule is left out (the reader's default applies). A figure with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from framework.calibrate.estimates import Estimate, LogNormal
+from framework.calibrate.fit import Bucket, Calibration
 from framework.sim.fill_model import FILL_MODEL_VERSION
-
-if TYPE_CHECKING:
-    from framework.calibrate.fit import Bucket, Calibration
 
 __all__ = ["MODEL_KIND", "model_document"]
 

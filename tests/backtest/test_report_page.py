@@ -72,6 +72,36 @@ def browser() -> str:
     )
 
 
+def probe_in_chromium(page: str, probe: str, tmp_path: Path) -> dict[str, Any]:
+    """Open page in headless Chromium with probe (a script) first in its head; what the
+    probe wrote into ``<pre id="probe">`` as JSON, or skip without a Chromium."""
+    chromium = browser()
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.replace("<head>", "<head>" + probe, 1), encoding="utf-8")
+    shown = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",  # root in containers
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            probed.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    found = re.search(r'<pre id="probe">(.*?)</pre>', shown.stdout, re.S)
+    assert found is not None, shown.stdout[-3000:]
+    probed_json: dict[str, Any] = orjson.loads(html.unescape(found.group(1)))
+    return probed_json
+
+
 # The shipped sample, with a ladder that re-centres (it cancels its resting orders) and an
 # open-quantity limit it runs into (refusals, code 9003).
 TWEAKS = (
@@ -83,7 +113,7 @@ TWEAKS = (
 def opened(tmp_path: Path, config: str, recording: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Backtest recording with config into tmp_path/report, open report.html in Chromium:
     (report.json's results, what the probe saw)."""
-    chromium = browser()
+    browser()  # without a Chromium, skip before the backtest
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / "backtest.yaml").write_text(config, encoding="utf-8")
     report = tmp_path / "report"
@@ -108,29 +138,7 @@ def opened(tmp_path: Path, config: str, recording: Path) -> tuple[dict[str, Any]
     assert f"report: {tmp_path / 'report' / 'report.json'}" in made.stdout
     results = orjson.loads((report / "report.json").read_bytes())
     page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
-    probed = tmp_path / "probed.html"
-    probed.write_text(page.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
-    shown = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",  # root in containers
-            "--disable-gpu",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=15000",
-            "--dump-dom",
-            probed.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert shown.returncode == 0, shown.stderr[-3000:]
-    found = re.search(r'<pre id="probe">(.*?)</pre>', shown.stdout, re.S)
-    assert found is not None, shown.stdout[-3000:]
-    probe = orjson.loads(html.unescape(found.group(1)))
+    probe = probe_in_chromium(page, PROBE, tmp_path)
     assert probe["errors"] == []
     assert probe["resources"] == []  # nothing fetched: plotly.js is inline
     return results, probe

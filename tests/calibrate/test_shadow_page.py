@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import html
-import re
-import subprocess
 from decimal import Decimal as D
 from pathlib import Path
 
-import orjson
-
 from framework.shadow.compare import Shadow
 from framework.shadow.report import shadow_html
-from tests.backtest.test_report_page import browser
+from tests.backtest.test_report_page import browser, probe_in_chromium
 
 PROBE = """<script>
 window.__errors = [];
@@ -33,7 +28,7 @@ addEventListener("load", () => setTimeout(() => {
 
 
 def test_shadow_html_draws_every_pair_without_errors(tmp_path: Path) -> None:
-    chromium = browser()
+    browser()  # without a Chromium, skip first
     shadow = Shadow(settle_ms=1000)
     for i in range(40):
         pair = "ETH-USD" if i % 2 else "BTC-USD"
@@ -52,29 +47,7 @@ def test_shadow_html_draws_every_pair_without_errors(tmp_path: Path) -> None:
                     at=i * 100 + 5,
                 )
         shadow.ended("live", coid, i * 100 + 6)
-    page = tmp_path / "shadow.html"
-    page.write_text(shadow_html(shadow).replace("<head>", "<head>" + PROBE, 1), "utf-8")
-    shown = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--virtual-time-budget=15000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert shown.returncode == 0, shown.stderr[-3000:]
-    found = re.search(r'<pre id="probe">(.*?)</pre>', shown.stdout, re.S)
-    assert found is not None, shown.stdout[-3000:]
-    probe = orjson.loads(html.unescape(found.group(1)))
+    probe = probe_in_chromium(shadow_html(shadow), PROBE, tmp_path)
     assert probe["errors"] == [] and probe["resources"] == []
     charts = {c["id"]: c for c in probe["charts"]}
     assert set(charts) == {"pair-0", "pair-1"}
