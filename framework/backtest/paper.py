@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final, Literal
 
@@ -45,6 +46,8 @@ import attrs
 
 from framework.backtest.prices import PriceTrack
 from framework.engine.cancels import CancelAnswer
+from framework.engine.clock import datetime_of_ms
+from framework.engine.market import MarketView
 from framework.fill_model_file import load_fill_model
 from framework.sim.events import BalanceChanged, Event
 from framework.sim.exchange import CANCEL_MESSAGES, Exchange
@@ -58,7 +61,7 @@ from framework.sim.records import (
 )
 from framework.sim.state import ExchangeSettings, FeeSettings, PairSettings
 from framework.venue.errors import error_for, render_message
-from framework.venue.market import Bar, Book, IndexPrice, MarketRecord, MarkPrice
+from framework.venue.market import Book, MarketRecord, MarkPrice, Trade
 from framework.venue.models import (
     AccountPush,
     MatchRecord,
@@ -171,6 +174,27 @@ class PaperSettings:
 # ------------------------------------------------------------------------------ venue
 
 
+def _book_price(book: Book) -> Decimal | None:
+    """A book's price: its mid, else the best price of its only side (None when empty)."""
+    bid, ask = book.best_bid, book.best_ask
+    if bid is None or ask is None:
+        return ask if bid is None else bid
+    return (bid + ask) / 2
+
+
+class _MsClock:
+    """The clock of a now_ms callable (the paper venue's own read model's)."""
+
+    __slots__ = ("now_ms",)
+
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self.now_ms = now_ms
+
+    def now(self) -> datetime:
+        """The current time."""
+        return datetime_of_ms(self.now_ms())
+
+
 @attrs.frozen(slots=True)
 class Fill:
     """One paper fill, for the report."""
@@ -262,7 +286,10 @@ class PaperVenue:
         their marks are the recorded ones (else its book's mid and trades), the track is unused
         for them. Other pairs keep their price track."""
         self._marked: set[str] = set()  # pairs with a recorded mark price
-        self._unmarked: dict[str, list[MarketRecord]] = {}  # per pair: see on_market
+        self._view = MarketView(_MsClock(now_ms))
+        """The market heard (fed by on_market until read_market gives the owner's)."""
+        self._own_view = True
+        self._caught: dict[str, tuple[object, object, object]] = {}  # see _read_market
         self.on_change: Callable[[], None] | None = None
         """Called when the paper account is about to change (an order, a fill, a mark)."""
 
@@ -338,6 +365,13 @@ class PaperVenue:
             return
         self._emit(self.exchange.set_mark(pair, price, ts), ts)
 
+    def read_market(self, view: MarketView) -> None:
+        """Read idle pairs' market from view from now on, which its owner feeds every record
+        (the replay's read model): records of idle pairs need not reach :meth:`on_market`,
+        and while the account is :attr:`idle` a replay leaves them all out."""
+        self._view, self._own_view = view, False
+        self._caught.clear()
+
     def on_market(self, record: MarketRecord) -> None:
         """A recorded market record: from a pair's first book or trade on, its fills follow them.
 
@@ -345,58 +379,82 @@ class PaperVenue:
         fill is left unfilled), a trade fills the resting orders it trades through (at their
         limit, as maker); a mark moves the mark (liquidations), and fills nothing then. The
         exchange's rule (:mod:`framework.sim.market_fills`) is the twin's with its market on.
+        A pair where nothing rests and nothing is held is idle: its records change nothing
+        but its book and mark, which are read from the read model when needed (_read_market).
         """
-        market = self.exchange.markets.get(record.pair)
-        if market is None or type(record) is IndexPrice or type(record) is Bar:
-            return
-        if type(record) is MarkPrice:
-            if record.pair in self._unmarked:
-                self._unmark(record.pair)
-            self._marked.add(record.pair)
-            self.apply_price(record.pair, record.price, self._now_ms())
-            return
         pair = record.pair
-        if pair not in self.market_pairs:
-            self.market_pairs.add(pair)
-            self.exchange.follow_market(pair)
-            log.info("the recording has market data for %s: its fills follow them", pair)
-        if type(record) is Book:
-            self.exchange.set_book(pair, record)
-        if not market.book and not market.holders and pair not in self._marked:
-            # Nothing rests or is held on the pair: the record would only set the mark (see
-            # apply_price), and a trade fill nothing. The mark is made when read (_unmark).
-            unmarked = self._unmarked.get(pair)
-            if unmarked is None or type(record) is not Book:
-                self._unmarked[pair] = [record]
-            elif len(unmarked) < 16:
-                unmarked.append(record)
-            else:
-                self._unmark(pair)
-                self._unmarked[pair] = [record]
+        market = self.exchange.markets.get(pair)
+        if market is None:
             return
-        if pair in self._unmarked:
-            self._unmark(pair)
+        if self._own_view:
+            self._view.apply(record)
+        kind = type(record)
+        if kind is MarkPrice:
+            self._marked.add(pair)
+            self.apply_price(pair, record.price, self._now_ms())  # type: ignore[union-attr]
+            return
+        if kind is not Book and kind is not Trade:
+            return  # an index price or a bar: no fill, no mark
+        if pair not in self.market_pairs:
+            self._follow(pair)
+        if not market.book and not market.holders:
+            return  # idle: read when needed
         now = self._now_ms()
-        if type(record) is Book:
-            price = record.mid
+        if kind is Book:
+            self.exchange.set_book(pair, record)  # type: ignore[arg-type]
+            price = _book_price(record)  # type: ignore[arg-type]
         else:
             self._emit(self.exchange.market_trades(pair, (record,), now), now)  # type: ignore[arg-type]
             price = record.price  # type: ignore[union-attr]
         if price is not None and pair not in self._marked:  # no recorded mark: the market's
             self.apply_price(pair, price, now)
 
-    def _unmark(self, pair: str) -> None:
-        """The mark of the pair's records on_market left unapplied: the latest with a price."""
-        for record in reversed(self._unmarked.pop(pair)):
-            price = record.mid if type(record) is Book else record.price  # type: ignore[union-attr]
-            if price is not None:
-                self.apply_price(pair, price, self._now_ms())
-                return
+    def _follow(self, pair: str) -> None:
+        self.market_pairs.add(pair)
+        self.exchange.follow_market(pair)
+        log.info("the recording has market data for %s: its fills follow them", pair)
+
+    def read_all(self) -> None:
+        """Bring every idle pair's book and mark up to the market heard (before an order, and
+        at the end of a replay)."""
+        for pair in self.exchange.markets:
+            self._read_market(pair)
+
+    def _read_market(self, pair: str) -> None:
+        """An idle pair's book and mark as the market heard makes them: the latest book is
+        what an order walks; the mark is the latest recorded mark, else the latest trade's
+        price or the latest book's (its mid; the best price of its only side), whichever was
+        heard later (in the same ms, the trade's)."""
+        market = self.exchange.markets.get(pair)
+        if market is None or market.book or market.holders:
+            return  # not idle: every record of the pair was heard (on_market)
+        view = self._view
+        book, trade, marked = view.book(pair), view.trade(pair), view.mark(pair)
+        seen = self._caught.get(pair)
+        if seen is not None and seen[0] is book and seen[1] is trade and seen[2] is marked:
+            return
+        self._caught[pair] = (book, trade, marked)
+        if (book is not None or trade is not None) and pair not in self.market_pairs:
+            self._follow(pair)
+        if book is not None:
+            market.quotes = book
+        price = marked
+        if price is not None:
+            self._marked.add(pair)
+        elif pair not in self._marked:
+            if book is not None and (
+                trade is None
+                or (view.heard_at(pair, Book) or 0) > (view.heard_at(pair, Trade) or 0)
+            ):
+                price = _book_price(book)
+            if price is None and trade is not None:
+                price = trade.price
+        if price is not None:
+            self.apply_price(pair, price, self._now_ms())
 
     def mark(self, pair: str) -> Decimal | None:
         """The pair's current mark, None before its first price."""
-        if pair in self._unmarked:
-            self._unmark(pair)
+        self._read_market(pair)
         if self._parked:
             self._catch_up(pair, self._now_ms())
         market = self.exchange.markets.get(pair)
@@ -419,8 +477,7 @@ class PaperVenue:
     def batch_create(self, orders: Sequence[OrderInput], now: int) -> list[OrderResult]:
         """Place a batch; the accepted orders' results, or the whole-call refusal raised."""
         self._changed()
-        for pair in list(self._unmarked):  # every mark as it is now, before the orders
-            self._unmark(pair)
+        self.read_all()  # every idle pair's book and mark as they are now, before the orders
         parked = self._parked
         if parked:  # every mark becomes what the feed would have made it by now
             self._parked = False

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import parse_qsl
 
 import attrs
@@ -76,7 +76,7 @@ from framework.venue.requests import (
     POSITIONS_PATH,
 )
 
-__all__ = ["ReplayStats", "Replayer"]
+__all__ = ["MarketTap", "ReplayStats", "Replayer"]
 
 log = logging.getLogger("framework.replay")
 
@@ -86,6 +86,19 @@ _MARKET_TYPES: Final = (Trade, Book, Bar, MarkPrice, IndexPrice)
 _MARKET_HEADS: Final = tuple(f'{{"event":"{event}"' for event in (TRADE, DEPTH, KLINE))
 """How the venue's market frames begin; one that begins otherwise is found after the
 private decoder calls its event unknown (slower, as correct)."""
+
+
+class MarketTap(Protocol):
+    """What hears each market record right after the strategies: the paper venue, reading
+    the market from the replay's read model (the route's) while it is idle."""
+
+    def on_market(self, record: MarketRecord) -> None:
+        """Hear one record."""
+
+    @property
+    def idle(self) -> bool:
+        """True when no record can fill (no order rests, no position is open): the tap then
+        reads the market from the replay's read model when it needs it, and hears none."""
 
 
 @attrs.define
@@ -150,6 +163,7 @@ class Replayer:
         market: MarketCodec = DEFAULT_MARKET_CODEC,
         declare: Callable[[Iterable[type[Any]]], None] | None = None,
         on_market: Callable[[MarketRecord], None] | None = None,
+        tap: MarketTap | None = None,
         frame_pair: str | None = None,
     ) -> None:
         self.clock = clock
@@ -160,10 +174,15 @@ class Replayer:
         self._declare = declare
         self._market_routes: dict[type[Any], Callable[[Any], None]] | None = None
         self._market_pairs: set[str] = set()
-        self.on_market = on_market
+        self.on_market = on_market if tap is None else tap.on_market
         """Called with every market record right after it is delivered (the paper venue's
         view of the recorded market: the fills a trade makes are heard after the trade, as
         the venue publishes a tick's trade before the fills it causes)."""
+        self._tap = tap
+        # While the tap is idle, it hears no record (measured: the call per record was a tenth
+        # of a market replay); whether it is changes only when an order is sent or something
+        # on the timeline ran, so it is asked then (_idle).
+        self._defer = False
         # The live poller's window (config polling.reread_*): its rounds are replayed as
         # they ran, page for page, so a match listed late is delivered when live did.
         self._reread = (reread_ids, reread_age_ms)
@@ -196,6 +215,12 @@ class Replayer:
         executor = self._executor
         while executor is not None and executor.pending:
             executor.pump()
+
+    def _idle(self) -> bool:
+        """Whether the tap hears no record now (it is idle), kept in _defer."""
+        tap = self._tap
+        self._defer = defer = tap is not None and tap.idle
+        return defer
 
     def _open(self, reader: RecordingReader) -> Iterator[list[LineRecord]]:
         """The reader's batches, opened once (by lead or run)."""
@@ -282,6 +307,7 @@ class Replayer:
         market_heads = _MARKET_HEADS
         market_decode, frame_pair = self._market.frame, self._frame_pair
         market_routes, market_pairs, tap = self._market_routes, self._market_pairs, self.on_market
+        defer = self._idle()
         frames = accounts = positions = superseded = others = market_frames = 0
         for record in batch if start == 0 and stop is None else batch[start:stop]:
             ts = record.ts
@@ -291,6 +317,7 @@ class Replayer:
                 if ts >= due:
                     timeline.run_until(ts, settle)
                     due = timeline.due_at
+                    defer = self._idle()
                 clock.ms = now = ts
             elif ts < now:
                 self._went_back(batch, record)
@@ -319,8 +346,8 @@ class Replayer:
                             if len(market_pairs) < 4096:
                                 market_pairs.add(market.pair)
                             market_routes[type(market)](market)
-                            if tap is not None:  # after: the fills it makes follow the trade
-                                tap(market)
+                            if tap is not None and not defer:  # after: the fills it makes
+                                tap(market)  # follow the trade
                             market_frames += 1
                         else:
                             self._market_records(records)
@@ -357,6 +384,7 @@ class Replayer:
             if executor is not None and executor.pending:
                 settle()
                 due = timeline.due_at
+                defer = self._idle()
         stats.ws_frames += frames
         stats.pushes_delivered += positions + accounts + others
         stats.position_pushes += positions
@@ -422,6 +450,8 @@ class Replayer:
                 raise ConfigError(f"replay: no route takes the recording's {missing} records")
             routes = self._market_routes = {cls: self._routes[cls] for cls in _MARKET_TYPES}
         tap, pairs = self.on_market, self._market_pairs
+        if self._defer:  # the tap is idle: it reads the market when it needs it
+            tap = None
         for record in records:
             if record.pair not in pairs and len(pairs) < 4096:
                 pairs.add(record.pair)
@@ -431,11 +461,14 @@ class Replayer:
         self.stats.market_records += len(records)
 
     def _intake(self, record: object) -> None:
-        """A record to the route of its type (declared by the runtime: Kernel.feeds)."""
+        """A record to the route of its type (declared by the runtime: Kernel.feeds); a market
+        record then to the tap, as a recorded one."""
         route = self._routes.get(type(record))
         if route is None:
             raise ConfigError(f"replay: no source declared {type(record).__name__} records")
         route(record)
+        if self.on_market is not None and type(record) in _MARKET_TYPES and not self._idle():
+            self.on_market(record)  # type: ignore[arg-type]
 
     def _pace(self, records: Iterator[tuple[int, Any]]) -> None:
         """Book a source's next record on the timeline; fed (and the next booked) when due."""

@@ -27,7 +27,7 @@ from typing import Any, Final
 import attrs
 import orjson
 
-from framework.backtest.market_lines import MarketLines
+from framework.backtest.market_lines import MarketLines, MarketReader
 from framework.backtest.paper import PAPER_ID_BASE, Fill, PaperVenue
 from framework.backtest.replay import ReplayStats
 from framework.backtest.report_page import render_html
@@ -99,6 +99,8 @@ class ReportCollector:
         *,
         now_ms: Callable[[], int],
         strategies: Sequence[str],
+        market: MarketReader,
+        span_ms: int | None = None,
     ) -> None:
         self.paper = paper
         self._now_ms = now_ms
@@ -118,7 +120,7 @@ class ReportCollector:
         self.client_order_of: dict[int, str] = {}
         """For the page only: venue order id (paper ids) -> its client order id."""
         self._trips: list[RoundTrip] | None = None
-        self.market = MarketLines(bus, list(paper.exchange.markets), now_ms)
+        self.market = MarketLines(market, list(paper.exchange.markets), span_ms=span_ms)
         """For the page only: the market's price lines per pair (trades, mid, mark)."""
         bus.subscribe(OrderUpdate, self._on_order)
         bus.subscribe(MatchFilled, self._on_match)

@@ -297,6 +297,8 @@ class Backtest:
             paper,
             now_ms=clock.now_ms,
             strategies=[s.name for s in strategies],
+            market=kernel.market,
+            span_ms=None if index.last_ts is None else index.last_ts - start,
         )
 
         on_match = kernel.on_match
@@ -305,6 +307,7 @@ class Backtest:
         kernel.load_sources(config.sources)
         if config.market.source is not None:  # built and named as the live feed does
             kernel.add_source(load_source(config.market.source)("market", config.market.params))
+        paper.read_market(kernel.market)  # the market every record reaches first
         replayer = Replayer(
             clock=clock,
             timeline=timeline,
@@ -318,7 +321,7 @@ class Backtest:
             reread_ids=config.polling.reread_ids,
             reread_age_ms=int(config.polling.reread_age_s * 1000),
             declare=partial(kernel.feeds, "recording"),  # at its first market record
-            on_market=paper.on_market,  # a recorded market: the paper venue fills on it
+            tap=paper,  # a recorded market: the paper venue fills on it
             frame_pair=_kline_pair(config),
         )
         paper.start_prices(partial(timeline.at, rank=PRICES))
@@ -338,7 +341,15 @@ class Backtest:
         # order wakes the paper account up has been taken already when it resumes them.
         sampler = timeline.every(settings.equity_sample_ms, sample, first_ms=start, rank=SAMPLES)
         paper.on_change = sampler.resume
+        lines = collector.market
+
+        def sample_market() -> None:
+            lines.sample(clock.ms)
+            market_sampler.interval_ms = lines.step_ms  # from the run after the booked one
+
+        market_sampler = timeline.every(lines.step_ms, sample_market, first_ms=start, rank=SAMPLES)
         periodic = [timeline.every(interval, poll, first_ms=start + interval), sampler]
+        periodic.append(market_sampler)
         # What is due by the first record's time runs first: price points dated before it
         # (a first poll answers older matches) are known when the strategies start.
         timeline.run_until(clock.ms)
@@ -364,6 +375,8 @@ class Backtest:
         venue.abandon()  # what still waits out its latency: answered now, within the run
         replayer.settle()
         collector.sample()
+        lines.sample(clock.ms)  # the market as it stood at the end
+        paper.read_all()
         results = collector.results(stats, engine.counters())
         results["recording"]["file"] = self.recording.name
         results["recording"]["truncated_tail"] = reader.stats.truncated_tail

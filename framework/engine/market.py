@@ -130,6 +130,10 @@ class MarketView:
 
         return take
 
+    def heard_at(self, pair: str, kind: type[Trade | Book | MarkPrice | IndexPrice]) -> int | None:
+        """Clock ms when the pair's latest record of kind was applied, None before one."""
+        return self._applied[kind].get(pair)
+
     def last(self, pair: str) -> Decimal | None:
         """The price of the pair's last trade, None before one."""
         trade = self._trades.get(pair)

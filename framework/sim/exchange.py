@@ -446,7 +446,9 @@ class Exchange:
         the queue rule reads the resting orders' queues from."""
         market = self.markets[pair]
         market.quotes = book
-        if book is not None and self.follows_market(pair):
+        # follows_market and queue_on_book's own test of the book, inlined: a replay sets
+        # hundreds of thousands of books a second, on a book where nothing rests mostly.
+        if book is not None and len(market.book) and (self.book_fills or pair in self.market_pairs):
             queue_on_book(market, book, self.fill_rule)
 
     def market_trades(self, pair: str, trades: Sequence[Trade], now_ms: int) -> list[Event]:

@@ -101,6 +101,8 @@ _QUANTITY: Final = Annotated[float, msgspec.Meta(gt=0, le=_MOST)]
 """A level's quantity as the float check takes it: a finite number above 0 (a float reads
 ``-1e-400`` as -0.0 where its decimal is below 0: a zero is left to the exact decoder)."""
 _MS: Final = timedelta(milliseconds=1)
+_ZERO: Final = Decimal(0)
+_INFINITE: Final = Decimal("Infinity")
 
 
 _PATHS: Final = MarketPaths()
@@ -347,16 +349,18 @@ class MarketCodec:
             _may(getattr(w, attr), record, getattr(self.fields, attr), at)
 
     def _trade(self, w: Any, pair: str | None, _: str | None, at: str) -> Trade:
-        price, quantity, amount = w.price, w.quantity, w.amount
-        if (  # _fine of the price and quantity, and of the amount if any, inlined
-            price is None
-            or quantity is None
-            or not (price.is_finite() and quantity.is_finite() and price > 0 and quantity >= 0)
-            or (amount is not None and not (amount.is_finite() and amount >= 0))
-        ):
+        price, quantity, amount, time = w.price, w.quantity, w.amount, w.timestamp
+        try:  # the usual trade, in one test: None fails it (TypeError), a NaN too (signals)
+            fine = (
+                _ZERO < price < _INFINITE
+                and _ZERO <= quantity < _INFINITE
+                and (amount is None or _ZERO <= amount < _INFINITE)
+            )
+        except (TypeError, ArithmeticError):
+            fine = False
+        if not fine:  # say which field is bad (_need raises)
             _need(quantity, "Trade", self.fields.quantity, at)
             self._check("Trade", w, at, "price", "amount")
-        time = w.timestamp
         if type(time) is not int or time < 10**11:  # not ms: read as the module says
             f = self.fields
             time = self._time("Trade", at, (f.timestamp, time), (f.time, w.time))

@@ -97,7 +97,9 @@ class Levels(msgspec.Struct, gc=False):
         return len(self.levels())
 
     def __bool__(self) -> bool:
-        return bool(self.levels())
+        # Unmade, a level of the floats is a level made: the float check takes only
+        # quantities above 0, of decimals above 0 (a float of a decimal 0 is 0).
+        return bool(self.floats) if self.made is None else bool(self.made)
 
     @overload
     def __getitem__(self, index: int) -> tuple[Decimal, Decimal]: ...

@@ -1,8 +1,10 @@
-"""The paper venue's mark on a recorded market is the latest book's mid or trade's price.
+"""The paper venue's mark on a recorded market: the latest trade's price or book's mid.
 
-On a pair where nothing rests and nothing is held, PaperVenue.on_market keeps the records and
-makes the mark only when it is read (issue 27's replay speed): a read must give what applying
-every record at once gave, a one-sided book leaving the mark as it was, whatever the count.
+On a pair where nothing rests and nothing is held (idle), PaperVenue.on_market changes
+nothing: the book and the mark are read from the market heard when they are needed (issue
+27's replay speed; a replay does not even hand the idle account its records). The mark read
+is the latest trade's price or the latest book's (its mid, or the best price of its only
+side), whichever was heard later; in the ms of a trade, the trade's.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from framework.venue.rules import PairRules
 PAIR = "ETH-USD"
 
 
-def venue() -> PaperVenue:
+def venue(now: list[int] | None = None) -> PaperVenue:
+    clock = now if now is not None else [0]
     return PaperVenue(
         PaperSettings(),
         rules={PAIR: PairRules()},
         track=PriceTrack([]),
         deliver=lambda push: None,
-        now_ms=lambda: 0,
+        now_ms=lambda: clock[0],
     )
 
 
@@ -35,29 +38,45 @@ def book(bid: int | None, ask: int | None) -> Book:
     return Book(pair=PAIR, bids=bids, asks=asks)
 
 
-def test_the_mark_read_is_the_latest_priced_records_at_any_point() -> None:
+def test_the_mark_read_is_the_latest_trade_or_mid_at_any_point() -> None:
     rng = random.Random(7)
-    paper, expected = venue(), None
+    now = [0]
+    paper, expected = venue(now), None
+    trade: Decimal | None = None
+    mid: Decimal | None = None  # the latest book's price, when it came after the latest trade
     for n in range(2_000):
+        now[0] = n
         roll = rng.random()
         if roll < 0.2:
-            price = Decimal(rng.randint(1900, 2100))
-            paper.on_market(Trade(pair=PAIR, price=price, quantity=Decimal(1)))
-            expected = price
+            trade = Decimal(rng.randint(1900, 2100))
+            paper.on_market(Trade(pair=PAIR, price=trade, quantity=Decimal(1)))
+            mid = None
         else:
-            one_sided = roll < 0.6  # long runs of books without a mid: past the kept 16
+            one_sided = roll < 0.6  # runs of books without a mid
             bid = rng.randint(1900, 2000)
-            record = book(None if one_sided else bid, bid + rng.randint(1, 9))
-            paper.on_market(record)
-            expected = record.mid if record.mid is not None else expected
+            ask = bid + rng.randint(1, 9)
+            paper.on_market(book(None if one_sided else bid, ask))
+            mid = Decimal(ask) if one_sided else (Decimal(bid) + ask) / 2
         if n % 37 == 0:
+            expected = mid if mid is not None else trade if trade is not None else expected
             assert paper.mark(PAIR) == expected
+
+
+def test_a_book_heard_in_the_ms_of_a_trade_gives_way_to_it() -> None:
+    now = [5]
+    paper = venue(now)
+    paper.on_market(Trade(pair=PAIR, price=Decimal(2000), quantity=Decimal(1)))
+    paper.on_market(book(2009, 2011))
+    assert paper.mark(PAIR) == Decimal(2000)
+    now[0] = 6
+    paper.on_market(book(2019, 2021))
+    assert paper.mark(PAIR) == Decimal(2020)
 
 
 def test_an_order_is_priced_at_the_mark_the_records_made_and_a_recorded_mark_wins() -> None:
     paper = venue()
     paper.on_market(book(1999, 2001))
-    paper.on_market(book(None, 2005))  # one-sided: the mark stays 2000
+    paper.on_market(book(None, 2005))  # one-sided: its ask is the price
     order = OrderInput(
         client_order_id="a",
         is_long=True,
@@ -70,7 +89,7 @@ def test_an_order_is_priced_at_the_mark_the_records_made_and_a_recorded_mark_win
         quantity=Decimal("0.1"),
     )
     paper.batch_create([order], 0)  # resting: from now on each record is applied at once
-    assert paper.exchange.markets[PAIR].mark == Decimal(2000)
+    assert paper.exchange.markets[PAIR].mark == Decimal(2005)
     paper.on_market(book(2009, 2011))
     assert paper.exchange.markets[PAIR].mark == Decimal(2010)
     paper.on_market(MarkPrice(pair=PAIR, price=Decimal(2020)))
