@@ -305,7 +305,7 @@ class Replayer:
         now = clock.ms
         due = timeline.due_at
         market_heads = _MARKET_HEADS
-        market_decode, frame_pair = self._market.frame, self._frame_pair
+        market_decode, frame_pair = self._market.record, self._frame_pair
         market_routes, market_pairs, tap = self._market_routes, self._market_pairs, self.on_market
         defer = self._idle()
         frames = accounts = positions = superseded = others = market_frames = 0
@@ -332,25 +332,21 @@ class Replayer:
                     # A market frame, inlined (a replay hears hundreds of thousands a second):
                     # the usual frame of one record straight to its route, then to the tap.
                     try:
-                        records = market_decode(frame, pair=frame_pair)
+                        market = market_decode(frame, frame_pair)
                     except DecodeError as exc:
                         push = self._market_refused(exc)
                     else:
                         push = None
-                        if (
-                            market_routes is not None
-                            and type(records) is tuple
-                            and len(records) == 1
-                        ):
-                            market = records[0]
+                        route = None if market_routes is None else market_routes.get(type(market))
+                        if route is not None:  # one record (a tuple or an ack has none)
                             if len(market_pairs) < 4096:
-                                market_pairs.add(market.pair)
-                            market_routes[type(market)](market)
+                                market_pairs.add(market.pair)  # type: ignore[union-attr]
+                            route(market)
                             if tap is not None and not defer:  # after: the fills it makes
-                                tap(market)  # follow the trade
+                                tap(market)  # type: ignore[arg-type]  # follow the trade
                             market_frames += 1
                         else:
-                            self._market_records(records)
+                            self._market_records(market)
                             market_routes = self._market_routes
                 if push is _OTHER:
                     try:
@@ -407,8 +403,12 @@ class Replayer:
         self._market_records(records)
         return True
 
-    def _market_records(self, records: tuple[MarketRecord, ...] | SubscribeAck) -> None:
+    def _market_records(
+        self, records: MarketRecord | tuple[MarketRecord, ...] | SubscribeAck
+    ) -> None:
         """A decoded market frame's records delivered (or its acknowledgement counted)."""
+        if isinstance(records, _MARKET_TYPES):
+            records = (records,)
         if type(records) is tuple:
             self.stats.market_frames += 1
             self._deliver(records)

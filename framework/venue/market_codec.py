@@ -284,42 +284,68 @@ class MarketCodec:
         pair: the subscription's, for records whose frame names none (klines). Pass the text
         where exactness matters: a float already parsed is read through its shortest repr.
         """
-        try:
-            if type(data) is dict:
+        if type(data) is dict:
+            try:
                 wire = msgspec.convert(data, self._union, strict=False)
+            except msgspec.ValidationError as exc:
+                failure = exc
             else:
-                try:
-                    wire = self._decode(data)  # type: ignore[arg-type]
-                except msgspec.ValidationError:  # a book the float check refuses, or no frame
-                    wire = self._exact_frame(data)  # type: ignore[arg-type]
-                else:
-                    kind, items = type(wire), wire.data
-                    if kind is self._trades and type(items) is list and len(items) == 1:
-                        return (self._trade(items[0], wire.pair or pair, None, "$.data[0]"),)
-                    if kind is self._floats and items is not None:  # checked: made later
-                        return (self._lazy_book(data, items, wire.pair or pair, wire),)  # type: ignore[arg-type]
+                return self._records(wire, pair)
+            return _not_market(data, failure)  # out of the except: its error alone is told
+        one = self.record(data, pair)  # type: ignore[arg-type]
+        return one if type(one) is tuple or type(one) is SubscribeAck else (one,)  # type: ignore[return-value]
+
+    def record(
+        self, data: bytes | str, pair: str | None = None
+    ) -> MarketRecord | tuple[MarketRecord, ...] | SubscribeAck:
+        """What :meth:`frame` gives for a frame's text, but the one record of the usual frame
+        (a trade, a book) itself, not in a tuple: a replay's path, hundreds of thousands a
+        second."""
+        try:
+            wire = self._decode(data)
+        except msgspec.MsgspecError:  # a book the float check refuses, or no frame
+            wire = None
+        if wire is None:  # out of the except: the error told is the exact decoder's alone
+            return self._exactly(data, pair)
+        kind, items = type(wire), wire.data
+        if kind is self._trades and type(items) is list and len(items) == 1:
+            return self._trade(items[0], wire.pair or pair, None, "$.data[0]")
+        if kind is self._floats and items is not None:  # checked: made later
+            return self._lazy_book(data, items, wire.pair or pair, wire)
+        return self._records(wire, pair)
+
+    def _exactly(
+        self, data: bytes | str, pair: str | None
+    ) -> tuple[MarketRecord, ...] | SubscribeAck:
+        """A frame the float check refused, decoded exactly (or the frame's error)."""
+        try:
+            wire = self._exact_frame(data)
         except msgspec.ValidationError as exc:
             failure = exc
         except msgspec.DecodeError as exc:
             raise DecodeError("frame", None, f"not JSON: {exc}") from None
         else:
-            record, items = self._frames[type(wire)], wire.data
-            pair = wire.pair or pair
-            if items is None:
-                raise DecodeError(record, "data", "required field is missing or null - at `$.data`")
-            if record == "Book":
-                return (self._book(items, pair, wire, "$.data"),)
-            make = self._trade if record == "Trade" else self._bar
-            period = getattr(wire, "period", None)
-            if type(items) is not list:
-                return (make(items, pair, period, "$.data"),)
-            if len(items) == 1:  # the usual frame
-                return (make(items[0], pair, period, "$.data[0]"),)
-            if len(items) > self.max_items:
-                reason = f"{len(items)} records in one frame, at most {self.max_items} (max_items)"
-                raise DecodeError(record, "data", reason)
-            return tuple(make(w, pair, period, f"$.data[{i}]") for i, w in enumerate(items))
-        return _not_market(data, failure)
+            return self._records(wire, pair)
+        return _not_market(data, failure)  # out of the except: its error alone is told
+
+    def _records(self, wire: Any, pair: str | None) -> tuple[MarketRecord, ...]:
+        """The records of a decoded frame."""
+        record, items = self._frames[type(wire)], wire.data
+        pair = wire.pair or pair
+        if items is None:
+            raise DecodeError(record, "data", "required field is missing or null - at `$.data`")
+        if record == "Book":
+            return (self._book(items, pair, wire, "$.data"),)
+        make = self._trade if record == "Trade" else self._bar
+        period = getattr(wire, "period", None)
+        if type(items) is not list:
+            return (make(items, pair, period, "$.data"),)
+        if len(items) == 1:  # the usual frame
+            return (make(items[0], pair, period, "$.data[0]"),)
+        if len(items) > self.max_items:
+            reason = f"{len(items)} records in one frame, at most {self.max_items} (max_items)"
+            raise DecodeError(record, "data", reason)
+        return tuple(make(w, pair, period, f"$.data[{i}]") for i, w in enumerate(items))
 
     def _pair(self, own: str | None, pair: str | None, record: str, at: str) -> str:
         """The record's own pair, else the frame's or the caller's."""
