@@ -332,7 +332,7 @@ class Replayer:
                     # A market frame, inlined (a replay hears hundreds of thousands a second):
                     # the usual frame of one record straight to its route, then to the tap.
                     try:
-                        market = market_decode(frame, frame_pair)
+                        market: Any = market_decode(frame, frame_pair)
                     except DecodeError as exc:
                         push = self._market_refused(exc)
                     else:
@@ -340,10 +340,10 @@ class Replayer:
                         route = None if market_routes is None else market_routes.get(type(market))
                         if route is not None:  # one record (a tuple or an ack has none)
                             if len(market_pairs) < 4096:
-                                market_pairs.add(market.pair)  # type: ignore[union-attr]
+                                market_pairs.add(market.pair)
                             route(market)
                             if tap is not None and not defer:  # after: the fills it makes
-                                tap(market)  # type: ignore[arg-type]  # follow the trade
+                                tap(market)  # follow the trade
                             market_frames += 1
                         else:
                             self._market_records(market)
