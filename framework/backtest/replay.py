@@ -303,7 +303,6 @@ class Replayer:
         own_coins = self.own_coins
         new_positions = self.prices.new_positions.append
         now = clock.ms
-        due = timeline.due_at
         market_heads = _MARKET_HEADS
         market_decode, frame_pair = self._market.record, self._frame_pair
         market_routes, market_pairs, tap = self._market_routes, self._market_pairs, self.on_market
@@ -314,9 +313,8 @@ class Replayer:
             if type(ts) is not int:
                 ts = int(ts)
             if ts > now:
-                if ts >= due:
+                if ts >= timeline.due:  # read per record: a hook may have booked a timer
                     timeline.run_until(ts, settle)
-                    due = timeline.due_at
                     defer = self._idle()
                 clock.ms = now = ts
             elif ts < now:
@@ -324,7 +322,6 @@ class Replayer:
             frame = record.frame
             if frame is None:
                 self._rest(record, ts)
-                due = timeline.due_at
             else:
                 frames += 1
                 push: Any = _OTHER
@@ -379,7 +376,6 @@ class Replayer:
                     self._intake(push)
             if executor is not None and executor.pending:
                 settle()
-                due = timeline.due_at
                 defer = self._idle()
         stats.ws_frames += frames
         stats.pushes_delivered += positions + accounts + others

@@ -32,13 +32,16 @@ NORMAL: Final = 2
 class Timeline:
     """Callbacks due at virtual times, run in time order (then by rank, then as booked)."""
 
-    __slots__ = ("_heap", "_seq", "clock", "ran")
+    __slots__ = ("_heap", "_seq", "clock", "due", "ran")
 
     def __init__(self, clock: VirtualClock) -> None:
         self.clock = clock
         self._heap: list[tuple[int, int, int, Callable[[], None]]] = []
         self._seq = 0
         self.ran = 0
+        self.due = _NEVER
+        """When the next callback is due (a huge number when none is): kept as callbacks are
+        booked and run, so a replay reads it per record, whatever booked one meanwhile."""
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -51,6 +54,8 @@ class Timeline:
         """
         self._seq += 1
         heapq.heappush(self._heap, (ms, rank, self._seq, callback))
+        if ms < self.due:
+            self.due = ms
 
     def every(
         self, interval_ms: int, callback: Callable[[], None], *, first_ms: int, rank: int = NORMAL
@@ -64,8 +69,8 @@ class Timeline:
 
     @property
     def due_at(self) -> int:
-        """When the next callback is due (a huge number when none is)."""
-        return self._heap[0][0] if self._heap else _NEVER
+        """When the next callback is due (a huge number when none is): ``due``."""
+        return self.due
 
     def run_until(self, ms: int, after_each: Callable[[], None] | None = None) -> None:
         """Run every callback due at or before ms, moving the clock to each one's time."""
@@ -73,6 +78,7 @@ class Timeline:
         clock = self.clock
         while heap and heap[0][0] <= ms:
             at, _, _, callback = heapq.heappop(heap)
+            self.due = heap[0][0] if heap else _NEVER
             if at > clock.ms:
                 clock.ms = at
             self.ran += 1

@@ -207,6 +207,9 @@ class MarketCodec:
         max_items: int = MAX_ITEMS,
     ) -> None:
         f = self.fields = fields if fields is not None else MarketFields()
+        for name, bound in (("max_levels", max_levels), ("max_items", max_items)):
+            if type(bound) is not int or bound < 1:
+                raise ValueError(f"MarketCodec {name}: expected an integer >= 1, got {bound!r}")
         self.max_levels, self.max_items = max_levels, max_items
 
         def shape(name: str, spec: list[tuple[str, Any, str]], **kw: Any) -> Any:

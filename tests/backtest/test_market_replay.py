@@ -277,3 +277,75 @@ def test_a_market_line_reads_back_as_written(tmp_path: Path) -> None:
         MarketLine(5, "kline", "ETH-USD", '{"data":[],"k":"***"}', "1MIN"),
         MarketLine(6, "mark", "BTC-USD", "{}"),
     ]
+
+
+def test_a_replay_leaving_an_idle_paper_account_out_ends_as_one_handing_it_every_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While nothing rests and nothing is held, the replay hands the paper venue no market
+    record (it reads the read model when it needs the market): the sample's two strategies
+    trade the same orders, fills and money as with every record handed over."""
+    from framework.backtest.cli import load_backtest_config
+    from framework.backtest.paper import PaperVenue
+
+    root = Path(__file__).resolve().parents[2]
+    config, settings = load_backtest_config(root / "configs" / "backtest.yaml")
+    heard = [0]
+    on_market = PaperVenue.on_market
+
+    def counted(self: PaperVenue, record: Any) -> None:
+        heard[0] += 1
+        on_market(self, record)
+
+    monkeypatch.setattr(PaperVenue, "on_market", counted)
+
+    def run() -> tuple[Any, ...]:
+        heard[0] = 0
+        result = Backtest(config, Path(settings.recording or ""), settings).run()
+        paper = result.collector.paper
+        fills = [(f.ts, f.pair, f.price, f.quantity) for f in paper.fills]  # type: ignore[attr-defined]
+        return (fills, result.results["orders"], result.results["fills"], paper.equity(), heard[0])
+
+    *skipping, heard_skipping = run()
+    monkeypatch.setattr(Replayer, "_idle", lambda self: False)  # hand over every record
+    *every, heard_every = run()
+    assert skipping == every
+    assert len(skipping[0]) > 100  # it traded
+    assert 0 < heard_skipping < heard_every, (heard_skipping, heard_every)  # left out, some
+
+
+class Timed(Strategy):
+    """Books a 5 ms timer from its first on_trade; notes trades and timer runs in order."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.noted: list[str] = []
+
+    def on_trade(self, trade: Trade) -> None:
+        """Noted; the first books the timer."""
+        self.noted.append(f"trade {trade.time and trade.time - T0}")
+        if len(self.noted) == 1:
+            self.schedule("tick", 0.005)
+
+    def on_timer(self, name: str) -> None:
+        """Noted."""
+        self.noted.append(name)
+
+
+def test_a_timer_a_hook_books_runs_at_its_time_before_later_records(tmp_path: Path) -> None:
+    """The replay reads when the timeline is next due at every record: a timer booked from a
+    hook is not left for whatever the timeline had booked before (here a report sample of
+    the long recording's span, 50 ms ahead)."""
+    path = tmp_path / "r.jsonl"
+    with RecordingWriter(path, append=False) as w:
+        for n in range(12):
+            w.write_ws(T0 + n, trade("ETH-USD", "2000", n))
+        w.write_ws(T0 + 100_000, trade("ETH-USD", "2000", 100_000))
+    result = Backtest(
+        parse_config(CONFIG), path, strategies=[lambda c: Timed("listen", c, {}, pairs=["ETH-USD"])]
+    ).run()
+    noted = result.strategies[0].noted  # type: ignore[attr-defined]
+    assert noted[:13] == [
+        *(f"trade {n}" for n in range(5)), "tick", *(f"trade {n}" for n in range(5, 10)), "tick",
+        "trade 10",
+    ]  # fmt: skip

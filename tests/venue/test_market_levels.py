@@ -203,3 +203,33 @@ def test_a_minus_sign_or_an_escape_reads_as_the_exact_decoder_reads_it(as_text: 
 def minus(as_text: bool, into: str) -> tuple[Any, Any]:
     """The replace() arguments of -1e-400 into that text, as str or bytes."""
     return ("-1e-400", into) if as_text else (b"-1e-400", into.encode())
+
+
+def test_whether_a_side_has_a_level_is_told_without_making_them() -> None:
+    book = lazy(depth([level("101", "1")], [level("99", "2")]))
+    assert book.bids and book.asks
+    assert book.bids.made is None and book.asks.made is None  # type: ignore[union-attr]
+    one_sided = lazy(depth([level("101", "1")], []))
+    assert one_sided.asks and not one_sided.bids and one_sided.mid is None
+    assert bool(lazy(depth([level("101", "1")], [])).asks) == bool(
+        eager(depth([level("101", "1")], [])).asks
+    )
+
+
+@pytest.mark.parametrize("bound", [{"max_levels": 0}, {"max_items": 0}, {"max_levels": 1.5}])
+def test_a_codec_bound_below_one_is_refused_naming_it(bound: dict[str, Any]) -> None:
+    with pytest.raises(
+        ValueError, match=f"MarketCodec {next(iter(bound))}: expected an integer >= 1"
+    ):
+        MarketCodec(**bound)
+
+
+def test_record_gives_the_usual_frames_one_record_and_frame_the_same_in_a_tuple() -> None:
+    frame = depth([level("101", "1")], [level("99", "2")])
+    one = codec.record(frame)
+    assert isinstance(one, Book) and codec.frame(frame) == (one,)
+    trades = orjson.dumps({"event": "api_trade", "pair": "E", "data": [
+        {"price": "1", "quantity": "2", "timestamp": 1_700_000_000_000},
+        {"price": "2", "quantity": "1", "timestamp": 1_700_000_000_001},
+    ]})  # fmt: skip
+    assert codec.record(trades) == codec.frame(trades) and len(codec.frame(trades)) == 2
