@@ -161,8 +161,8 @@ class MarketLines:
 
     :meth:`sample` reads each pair's latest trade, book and mark from the read model and adds
     a point to a line when its record is another than at the last sample; the replay calls
-    it every :attr:`step_ms` of virtual time (the finest line's bucket). The
-    book's mid is kept as best bid + best ask and halved when drawn.
+    it every :attr:`step_ms` of virtual time. The book's mid is kept as best bid + best ask
+    and halved when drawn.
     """
 
     def __init__(

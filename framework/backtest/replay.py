@@ -179,9 +179,10 @@ class Replayer:
         view of the recorded market: the fills a trade makes are heard after the trade, as
         the venue publishes a tick's trade before the fills it causes)."""
         self._tap = tap
-        # While the tap is idle, it hears no record (measured: the call per record was a tenth
-        # of a market replay); whether it is changes only when an order is sent or something
-        # on the timeline ran, so it is asked then (_idle).
+        # tap: on_market is its; it reads the read model the market routes feed whenever it
+        # is idle (PaperVenue.read_market). While it is idle, it hears no record (measured:
+        # the call per record was a tenth of a market replay); whether it is changes only
+        # when an order is sent or something on the timeline ran: it is asked then (_idle).
         self._defer = False
         # The live poller's window (config polling.reread_*): its rounds are replayed as
         # they ran, page for page, so a match listed late is delivered when live did.
