@@ -219,8 +219,8 @@ class Replayer:
 
     def _idle(self) -> bool:
         """Whether the tap hears no record now (it is idle), kept in _defer."""
-        tap = self._tap
-        self._defer = defer = tap is not None and tap.idle
+        tap = self._tap  # no market record yet: nothing to leave out (and none to ask)
+        self._defer = defer = tap is not None and self._market_routes is not None and tap.idle
         return defer
 
     def _open(self, reader: RecordingReader) -> Iterator[list[LineRecord]]:
@@ -346,6 +346,7 @@ class Replayer:
                         else:
                             self._market_records(market)
                             market_routes = self._market_routes
+                            defer = self._idle()  # routes declared at the first record
                 if push is _OTHER:
                     try:
                         push = decode(frame)
