@@ -108,7 +108,7 @@ class ExecutionEngine:
             rules,
             mark_price=mark_price,
             position=position,
-            tracked=ledger.live.values,
+            tracked=ledger.open_or_lost,
             window_ms=int(settings.unknown_window_s * 1000),
             stale=stale,
         )
@@ -498,7 +498,7 @@ class ExecutionEngine:
             until = now + int(self.settings.lost_memory_s * 1000)
             self._outcomes.lost(expired, self.settings.unknown_window_s, until)
         if ledger.lost:
-            ledger.forget_lost(now)
+            self._outcomes.forget(ledger.forget_lost(now))
         self._fills.forget_unlinked()  # once nothing is in doubt
         return ended + len(expired)
 

@@ -190,6 +190,12 @@ class Outcomes:
                 OrderUpdate(e.client_order_id, status, e.strategy, None, code, msg, e.intent)
             )
 
+    def forget(self, entries: list[LiveOrder]) -> None:
+        """LOST intents no longer possible owners (their time is over): the risk gate gives
+        back what it held for them."""
+        for e in entries:
+            self.unbook(e)
+
     def unbook(self, e: LiveOrder) -> None:
         """Give back what the risk gate still holds for e's order (its fills gave back theirs)."""
         if e.booked:
@@ -305,7 +311,7 @@ class Outcomes:
         entry.status = ACCEPTED
         if filled is not None:
             self.raise_filled(entry, filled)
-        if gone and self.risk.tracks_exposure:  # it rests: counted as open again
+        if gone and not entry.booked and self.risk.tracks_exposure:  # it rests: open again
             entry.booked = True
             left = entry.order.quantity - entry.filled
             self.risk.book(entry.order.pair_name, left if left > 0 else _ZERO, entry.price)
@@ -445,16 +451,19 @@ class Outcomes:
     def lost(self, expired: list[LiveOrder], window_s: float, until_ms: int) -> None:
         """LOST: no answer and no evidence within the window; said loudly. Each stays a
         possible owner of same-looking matches, and adoptable, until until_ms (an order that
-        cannot rest: one window more, for its fills listed late)."""
+        cannot rest: one window more, for its fills listed late), and counted by the risk
+        limits as it was while in doubt until then (forget gives its booking back)."""
         rows: list[StatusRow] = []
         events: list[OrderUpdate] = []
         now = self._now_ms()
         self.mark(expired, LOST, None, None, now, rows, events)
         ledger = self.ledger
         for e in expired:
-            self.unbook(e)
+            # Still booked in the risk gate: it may rest, or fill, for as long as it is a
+            # possible owner (released when it is forgotten: forget).
             rests = is_resting(e.order)
-            ledger.lose(e, until_ms if rests else now + int(window_s * 1000))
+            for forgotten in ledger.lose(e, until_ms if rests else now + int(window_s * 1000)):
+                self.unbook(forgotten)
             log.error(
                 "order LOST: %s (strategy %s, %s %s %s @ %s): no answer and no evidence within"
                 " %.0f s; %s",

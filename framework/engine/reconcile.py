@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Final
 
@@ -282,6 +282,14 @@ class Ledger:
     def in_doubt(self) -> bool:
         """True while some intent is UNKNOWN or LOST and may still own an unnamed match."""
         return bool(self.unknown) or bool(self.lost)
+
+    def open_or_lost(self) -> Iterator[LiveOrder]:
+        """The tracked intents, then the LOST ones still possible owners (they may rest or
+        fill: the risk gate counts them as it did while they were in doubt)."""
+        yield from self.live.values()
+        for entry in self.lost.values():
+            if entry.status is _LOST:
+                yield entry
 
     def add(self, entry: LiveOrder) -> None:
         """Track an intent."""

@@ -149,10 +149,12 @@ def remember(
     reference_price: Callable[[OrderInput], Decimal | None],
     now_ms: int,
     settings: ExecutionSettings,
-) -> None:
-    """Read back the owner's orders that ended but may still be named (see module)."""
+) -> list[LiveOrder]:
+    """Read back the owner's orders that ended but may still be named (see module); returns
+    the LOST ones revived (possible owners again)."""
     window_ms = int(settings.unknown_window_s * 1000)
     lost_memory_ms = int(settings.lost_memory_s * 1000)
+    revived: list[LiveOrder] = []
     for saved in journal.load_lost(owner, now_ms - lost_memory_ms, LOST_MEMORY):
         if ledger.find(saved.client_order_id) is not None:
             continue
@@ -161,6 +163,7 @@ def remember(
         until = saved.updated_ms + (lost_memory_ms if is_resting(entry.order) else window_ms)
         if until > now_ms:
             ledger.revive_lost(entry, until)
+            revived.append(entry)
     for saved in reversed(journal.load_done(owner, DONE_MEMORY)):  # the newest remembered last
         order_id = saved.order_id
         if order_id is None or ledger.knows(order_id):
@@ -169,6 +172,7 @@ def remember(
             ledger.remember(order_id, done_of(revive(saved, reference_price, False)))
         else:
             ledger.remember(order_id, (saved.client_order_id, saved.strategy, ()))
+    return revived
 
 
 def restore(
@@ -206,7 +210,11 @@ def restore(
     for entry in ledger.live.values():
         if entry.status is OrderStatus.ACCEPTED:
             accepted(entry, now_ms)
-    remember(journal, owner, ledger, risk.reference_price, now_ms, settings)
+    for entry in remember(journal, owner, ledger, risk.reference_price, now_ms, settings):
+        if entry.status is OrderStatus.LOST and risk.tracks_exposure:  # may rest: counted
+            entry.booked = True
+            risk.book(entry.order.pair_name, max(entry.order.quantity - entry.filled, Decimal(0)),
+                      entry.price)  # fmt: skip
     return queued
 
 

@@ -45,7 +45,10 @@ resting, or accepted and not yet filled (a market or IOC order until its fills a
 is settled), whichever strategy placed it. Orders on the other side are not counted (they may
 never fill), so an order that only reduces the position always passes: with a limit of 0.04
 and a position of -0.1, a buy of 0.1 passes (-0.1 + 0.1 = 0 <= 0.04), a buy of 0.2 does not
-(0.1 > 0.04). LOST orders are counted by none of the limits. Pure: time passed in.
+(0.1 > 0.04). A LOST order is counted as it was while UNKNOWN for as long as it is a possible
+owner (it may rest or fill: ``execution.lost_memory_s``, or one window after a list that
+lacks it); the engine's ``tracked`` yields it, and keeps its booking until then. Pure: time
+passed in.
 """
 
 from __future__ import annotations

@@ -8,15 +8,21 @@ same-looking matches; a CANCELED order's late match still names it and raises wh
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
+
+import pytest
 
 from framework.engine.cancels import CancelAnswer
+from framework.engine.clock import VirtualClock
 from framework.engine.events import CancelRejected, OrderUpdate
 from framework.engine.execution import ExecutionEngine
 from framework.engine.intents import OrderStatus
 from framework.engine.risk import RiskSettings
+from framework.live.journal import Journal
 from framework.venue.models import MatchRecord
 from tests.engine.test_cancels import Record, accepted, unknown, updates
-from tests.engine.test_risk import engine_with
+from tests.engine.test_risk import engine_with, order
+from tests.live.test_journal import START_MS, engine_on, in_doubt
 
 WINDOW_MS = 60_000  # ExecutionSettings.unknown_window_s's default
 
@@ -46,13 +52,14 @@ def test_a_lost_order_the_list_names_is_accepted_open_and_cancellable() -> None:
     # Measured: a LOST order every list named rested to the end, and cancel() said 9020.
     engine, events, clock = engine_with(RiskSettings(max_open_quantity=Decimal(10)))
     coid = gone_lost(engine, clock)
-    assert engine.open_orders() == [] and engine.open_quantity("ETH-USD") == 0
+    # Not an open order (nothing says it rests), but counted by the risk limits: it may rest.
+    assert engine.open_orders() == [] and engine.open_quantity("ETH-USD") == Decimal("0.1")
     counts = engine.check_open_orders("ETH-USD", [Record(coid, 5000089, Decimal(0), "open")])
     assert counts["adopted"] == 1
     assert updates(events)[-2:] == [(coid, OrderStatus.LOST), (coid, OrderStatus.ACCEPTED)]
     (order,) = engine.open_orders()
     assert (order.client_order_id, order.order_id) == (coid, 5000089)
-    assert engine.open_quantity("ETH-USD") == Decimal("0.1")  # booked again: it rests
+    assert engine.open_quantity("ETH-USD") == Decimal("0.1")  # booked once: it rests
     assert engine.cancel("s", coid)
     batch = engine.next_cancels()
     assert batch is not None and batch.order_ids == [5000089]
@@ -167,3 +174,77 @@ def test_a_late_match_of_a_cancelled_order_names_it_and_raises_what_has_filled()
     late = engine.attribute(match(1, 100, "0.04"))
     assert late is not None and late.match.client_order_id == coid and late.strategy == "s"
     assert updates(events)[-1] == (coid, OrderStatus.CANCELED)  # nothing follows CANCELED
+
+
+def refused(engine: ExecutionEngine, events: list[object], **changes: object) -> int | None:
+    """Submit one more intent (0.1 long at 2000 unless changed): its refusal code, or None."""
+    before = len(events)
+    coid = engine.submit("s", order(**changes))
+    codes = [e.code for e in events[before:] if isinstance(e, OrderUpdate)
+             and e.client_order_id == coid and e.status is OrderStatus.REJECTED]  # fmt: skip
+    return codes[0] if codes else None
+
+
+@pytest.mark.parametrize(
+    ("limits", "code"),
+    [
+        (RiskSettings(max_open_orders=1), 9016),
+        (RiskSettings(max_open_quantity=Decimal("0.15")), 9003),
+        (RiskSettings(max_notional=Decimal(300)), 9004),
+        (RiskSettings(max_position=Decimal("0.15")), 9014),
+    ],
+)
+def test_a_lost_order_counts_in_the_risk_limits_while_it_may_rest(
+    limits: RiskSettings, code: int
+) -> None:
+    # Before: LOST was counted by none of the limits, so an order that may rest at the venue
+    # let a strategy place as much again.
+    engine, events, clock = engine_with(limits)
+    gone_lost(engine, clock)
+    assert refused(engine, events) == code
+    if code == 9014:  # the other side only reduces the position: it passes
+        assert refused(engine, events, is_long=False) is None
+    clock.advance(3_600_000)  # lost_memory_s: no longer a possible owner, nor counted
+    engine.tick()
+    assert engine.lost_count == 0
+    assert refused(engine, events, quantity=Decimal("0.01")) is None
+
+
+def test_a_lost_order_a_list_lacks_is_counted_one_window_more_then_given_back() -> None:
+    engine, events, clock = engine_with(RiskSettings(max_open_quantity=Decimal("0.15")))
+    gone_lost(engine, clock)
+    engine.check_open_orders("ETH-USD", [], asked_ms=clock.now_ms())  # it does not rest
+    assert engine.open_quantity("ETH-USD") == Decimal("0.1")  # its fills may still be listed
+    clock.advance(WINDOW_MS)
+    engine.tick()
+    assert engine.open_quantity("ETH-USD") == 0 and refused(engine, events) is None
+
+
+def test_a_lost_orders_fill_gives_back_what_it_held() -> None:
+    engine, events, clock = engine_with(RiskSettings(max_open_quantity=Decimal("0.15")))
+    coid = gone_lost(engine, clock)
+    found = engine.attribute(match(1, 700, "0.1"))  # the only intent in doubt that could own it
+    assert found is not None and found.match.client_order_id == coid
+    assert engine.open_quantity("ETH-USD") == 0 and refused(engine, events) is None
+
+
+def test_a_lost_order_read_back_at_restart_is_counted_again(tmp_path: Path) -> None:
+    path, clock = tmp_path / "j.db", VirtualClock(START_MS)
+    limits = RiskSettings(max_open_quantity=Decimal("0.15"))
+
+    def life() -> tuple[Journal, ExecutionEngine]:
+        journal = Journal.open(path)
+        engine = engine_on(journal, clock, [], risk=limits)
+        engine.restore()
+        engine.recover()
+        return journal, engine
+
+    in_doubt(path, clock)  # life 1: its answer lost
+    journal, engine = life()
+    clock.advance(WINDOW_MS)
+    engine.tick()
+    assert engine.lost_count == 1 and engine.open_quantity("ETH-USD") == Decimal("0.1")
+    journal.close()
+    journal, engine = life()  # life 3: the LOST order may still rest
+    assert engine.lost_count == 1 and engine.open_quantity("ETH-USD") == Decimal("0.1")
+    journal.close()
