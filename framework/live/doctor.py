@@ -2,7 +2,8 @@
 
 Each check prints one line ``STATUS  check: what was found`` (STATUS is ok, warn, fail or
 skip) as soon as it is done, in this order: config, venue, key, clock, stream, pairs,
-journal, metrics, market-data. Every check that waits on the network is bounded (the
+journal, metrics, market-data. A paper config (``venue.mode: paper``) makes no private call
+and opens no private stream, so key and stream are skipped, saying why; no key is needed. Every check that waits on the network is bounded (the
 venue's ``timeout_s``, the stream's ``ack_timeout_s``): a dead venue is a fail line, never a
 hang. A check that needs what an earlier one could not give (a valid config, a reachable
 venue) is skipped with the reason. Exit status: 1 when any line is fail, else 0.
@@ -45,7 +46,7 @@ from framework.venue.errors import (
     VenueError,
 )
 from framework.venue.public_info import PAIRS_PATH, TIME_PATH, public_request
-from framework.venue.signing import make_signer
+from framework.venue.signing import Signer, make_signer
 
 __all__ = [
     "CLOCK_FAIL_MS",
@@ -154,6 +155,13 @@ def _first(problems: list[str], path: str) -> str:
 
 
 _VENUE_CHECKS: Final = ("venue", "key", "clock", "stream", "pairs")
+_PAPER_KEY: Final = (
+    "paper mode makes no private call; the key signs only the market's subscribes"
+    " (market-data checks them)"
+)
+_PAPER_NO_KEY: Final = (
+    "paper mode without venue.api_secret makes no signed call (the market's channels need one)"
+)
 
 
 async def _venue_checks(config: Config, clock: Clock, found: Found) -> None:
@@ -171,7 +179,14 @@ async def _venue_checks(config: Config, clock: Clock, found: Found) -> None:
             await _local_checks(config, found)
             found("skip", "market-data", "no venue")
             return
-        signer = make_signer(access.sign_type, access.api_secret.reveal())
+        secret = access.api_secret.reveal()
+        paper = config.venue.is_paper
+        if paper and not secret:  # a paper node signs nothing without one: neither does this
+            from framework.paper.venue import NoSigner
+
+            signer: Signer = NoSigner(access.sign_type)
+        else:
+            signer = make_signer(access.sign_type, secret)
         rest = await stack.enter_async_context(
             RestClient(
                 access.base_url,
@@ -183,7 +198,12 @@ async def _venue_checks(config: Config, clock: Clock, found: Found) -> None:
             )
         )
         reachable = await _reachable(access, rest, timeout, found)
-        if reachable:
+        if reachable and paper:  # no private call, no private stream: what it needs is public
+            found("skip", "key", _PAPER_KEY if secret else _PAPER_NO_KEY)
+            found(*await _bounded("clock", timeout * 2, _clock(rest, clock)))
+            found("skip", "stream", "paper mode opens no private stream")
+            found(*await _bounded("pairs", timeout * 2, _pairs(config, rest)))
+        elif reachable:
             found(*await _bounded("key", timeout * 2, _key(config, rest)))
             found(*await _bounded("clock", timeout * 2, _clock(rest, clock)))
             found(*await _stream(config, access, rest, clock))

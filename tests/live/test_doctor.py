@@ -261,3 +261,28 @@ async def test_market_data_that_does_not_flow_fails_and_no_section_is_a_skip(
         "skip",
         "no `market:` section: strategies hear no market data",
     )
+
+
+@pytest.mark.anyio
+async def test_a_paper_config_without_a_key_checks_what_it_uses_and_skips_the_rest(
+    tmp_path: Path, twin: VenueTwin
+) -> None:
+    """Before: a paper config without venue.api_secret ended doctor in a traceback (the
+    signer made of an empty secret). Paper mode makes no private call and opens no private
+    stream: key and stream are skipped, saying why; the market it trades on is checked."""
+    path = tmp_path / "paper.yaml"
+    path.write_text(
+        f"venue: {{base_url: {twin.base_url}, ws_url: {twin.ws_url}, mode: paper, timeout_s: 5}}\n"
+        "pairs:\n  ETH-USD: {}\n"
+        "market: {pairs: {ETH-USD: {channels: [], mark_interval_s: 0.2}}}\n" + STRATEGY,
+        encoding="utf-8",
+    )
+    found = await doctor(path)
+    statuses = {check: f.status for check, f in found.items()}
+    assert statuses == {
+        "config": "ok", "venue": "ok", "key": "skip", "clock": "ok", "stream": "skip",
+        "pairs": "ok", "journal": "skip", "metrics": "skip", "market-data": "ok",
+    }  # fmt: skip
+    assert found["key"].text.startswith("paper mode without venue.api_secret makes no signed call")
+    assert found["stream"].text == "paper mode opens no private stream"
+    assert found["market-data"].text.startswith("ETH-USD: mark ")
