@@ -394,6 +394,20 @@ def fill_crossed(
         return
     key = (market.name, order.is_long)
     account.resting[key] = account.resting.get(key, _ZERO) - order.remaining
+    _maker_fill(step, account, market, order, qty, now_ms, events, order.reserve)
+
+
+def _maker_fill(
+    step: FillStep,
+    account: Account,
+    market: Market,
+    order: RestingOrder,
+    qty: Decimal,
+    now_ms: int,
+    events: list[Event],
+    released: Decimal,
+) -> None:
+    """qty of a resting order filled at its limit, as maker, released of its reserve."""
     step.apply(
         account,
         market,
@@ -407,7 +421,7 @@ def fill_crossed(
         False,
         now_ms,
         events,
-        released_reserve=order.reserve,
+        released_reserve=released,
     )
 
 
@@ -452,21 +466,7 @@ def fill_part(
         order.remaining -= qty
         if not ended:
             order.reserve -= share
-        step.apply(
-            account,
-            market,
-            order.order_id,
-            order.is_long,
-            qty,
-            order.price,
-            order.lever,
-            order.position_type,
-            False,
-            False,
-            now_ms,
-            events,
-            released_reserve=_ZERO if ended else share,
-        )
+        _maker_fill(step, account, market, order, qty, now_ms, events, _ZERO if ended else share)
     if ended:
         release(step, account, market, order, events)
     return ended
