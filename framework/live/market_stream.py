@@ -51,6 +51,8 @@ from framework.live.reconnect import (
     Backoff,
     StreamError,
     StreamLost,
+    SubscribeRefused,
+    SubscribeTimeout,
     describe,
     describe_close,
     one_session,
@@ -102,14 +104,6 @@ CHANNEL_OF: Final[dict[type, str]] = {
 }
 """The metrics' channel of each market record."""
 _EXCERPT: Final = 160
-
-
-class SubscribeRefused(StreamError):
-    """The venue acknowledged a market subscribe with success false."""
-
-
-class SubscribeTimeout(StreamError):
-    """No acknowledgement of a market subscribe came within ack_timeout_s."""
 
 
 @attrs.frozen(slots=True)

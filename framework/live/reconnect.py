@@ -29,6 +29,8 @@ __all__ = [
     "Backoff",
     "StreamError",
     "StreamLost",
+    "SubscribeRefused",
+    "SubscribeTimeout",
     "describe",
     "describe_close",
     "one_session",
@@ -46,6 +48,14 @@ class StreamError(TransportError):
 
 class StreamLost(StreamError):
     """The connection could not be opened, was closed, or fell silent."""
+
+
+class SubscribeRefused(StreamError):
+    """The venue acknowledged a subscribe with success false (a bad key or signature?)."""
+
+
+class SubscribeTimeout(StreamError):
+    """No acknowledgement of a subscribe came within ack_timeout_s."""
 
 
 class Backoff:

@@ -47,6 +47,8 @@ from framework.live.reconnect import (
     Backoff,
     StreamError,
     StreamLost,
+    SubscribeRefused,
+    SubscribeTimeout,
     describe,
     describe_close,
     one_session,
@@ -83,14 +85,6 @@ _MAX_POSITION_PAGES: Final = 50
 
 FrameCallback = Callable[[object], None]
 StateCallback = Callable[[str, str], None]
-
-
-class SubscribeRefused(StreamError):
-    """The venue acknowledged a subscribe with success false (bad key or signature?)."""
-
-
-class SubscribeTimeout(StreamError):
-    """No acknowledgement came within ack_timeout_s."""
 
 
 @attrs.define
