@@ -217,6 +217,7 @@ class PaperVenue:
         """The market heard (fed by on_market until read_market gives the owner's)."""
         self._own_view = True
         self._caught: dict[str, tuple[object, object, object]] = {}  # see _read_market
+        self._books: dict[str, Book] = {}  # per pair: the book last handed to the exchange
         self.on_change: Callable[[], None] | None = None
         """Called when the paper account is about to change (an order, a fill, a mark)."""
 
@@ -329,6 +330,7 @@ class PaperVenue:
         now = self._now_ms()
         if kind is Book:
             self.exchange.set_book(pair, record)  # type: ignore[arg-type]
+            self._books[pair] = record  # type: ignore[assignment]
             price = _book_price(record)  # type: ignore[arg-type]
         else:
             self._emit(self.exchange.market_trades(pair, (record,), now), now)  # type: ignore[arg-type]
@@ -363,8 +365,10 @@ class PaperVenue:
         self._caught[pair] = (book, trade, marked)
         if (book is not None or trade is not None) and pair not in self.market_pairs:
             self._follow(pair)
-        if book is not None:
-            market.quotes = book
+        if book is not None and book is not self._books.get(pair):
+            # A new book heard: what orders walk. The one handed over before stays as the
+            # orders since left it (the levels they took are taken until a book comes).
+            market.quotes = self._books[pair] = book
         price = marked
         if price is not None:
             self._marked.add(pair)

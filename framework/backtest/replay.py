@@ -174,6 +174,8 @@ class Replayer:
         self._declare = declare
         self._market_routes: dict[type[Any], Callable[[Any], None]] | None = None
         self._market_pairs: set[str] = set()
+        if on_market is not None and tap is not None:
+            raise ValueError("Replayer: give on_market or tap (whose on_market it is), not both")
         self.on_market = on_market if tap is None else tap.on_market
         """Called with every market record right after it is delivered (the paper venue's
         view of the recorded market: the fills a trade makes are heard after the trade, as

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from framework import AccountPush, PositionPush, Strategy
+from framework import AccountPush, OrderIntent, PositionPush, Strategy
 from framework.backtest.replay import Replayer
 from framework.backtest.runner import Backtest
 from framework.backtest.timeline import Timeline
@@ -356,3 +357,35 @@ def test_a_timer_a_hook_books_runs_at_its_time_before_later_records(tmp_path: Pa
         *(f"trade {n}" for n in range(5)), "tick", *(f"trade {n}" for n in range(5, 10)), "tick",
         "trade 10",
     ]  # fmt: skip
+
+
+class Taker3(Strategy):
+    """Buys 1 on the trade of id 2, sells 1 on id 3, buys 1 on id 4 (market orders)."""
+
+    def on_trade(self, trade: Trade) -> None:
+        """Trades on the three."""
+        side = {"2": True, "3": False, "4": True}.get(str(trade.id))
+        if side is not None:
+            self.submit(OrderIntent(pair="ETH-USD", is_long=side, quantity=Decimal(1)))
+
+
+def test_in_a_replay_a_level_an_order_took_stays_taken_until_the_next_book(tmp_path: Path) -> None:
+    """Found by review: the third buy got the 100 ask the first had taken back, because a
+    trade (not a book) came in between and the idle pair's book was read anew."""
+    path = tmp_path / "r.jsonl"
+    book = {"asks": [{"price": "100", "quantity": "1"}, {"price": "101", "quantity": "1"}],
+            "bids": [{"price": "99", "quantity": "1"}, {"price": "98", "quantity": "1"}],
+            "timestamp": T0 + 1}  # fmt: skip
+    with RecordingWriter(path, append=False) as w:
+        w.write_ws(
+            T0 + 1, orjson.dumps({"event": "api_depth", "pair": "ETH-USD", "data": book}).decode()
+        )
+        for n in (2, 3, 4, 1000):
+            w.write_ws(T0 + n, trade("ETH-USD", "100", n))
+    text = CONFIG.replace(
+        '  - {name: listen, class: "tests.backtest.test_market_replay:Listener", pairs: [ETH-USD]}',
+        '  - {name: t3, class: "tests.backtest.test_market_replay:Taker3", pairs: [ETH-USD]}',
+    )
+    paper = Backtest(parse_config(text), path).run().collector.paper
+    fills = [("buy" if f.is_long else "sell", f.price) for f in paper.fills]  # type: ignore[attr-defined]
+    assert fills == [("buy", Decimal(100)), ("sell", Decimal(99)), ("buy", Decimal(101))]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
+import pytest
+
 from framework.backtest.paper import PaperSettings, PaperVenue
 from framework.backtest.prices import PriceTrack
 from framework.venue.market import Book, MarkPrice, Trade
@@ -95,3 +97,42 @@ def test_an_order_is_priced_at_the_mark_the_records_made_and_a_recorded_mark_win
     paper.on_market(MarkPrice(pair=PAIR, price=Decimal(2020)))
     paper.on_market(Trade(pair=PAIR, price=Decimal(2030), quantity=Decimal(1)))
     assert paper.mark(PAIR) == Decimal(2020)
+
+
+def market_order(client_order_id: str, is_long: bool) -> OrderInput:
+    return OrderInput(
+        client_order_id=client_order_id,
+        is_long=is_long,
+        is_market=True,
+        lever=10,
+        match_type=MatchType.GTC,
+        pair_name=PAIR,
+        position_type=PositionType.ISOLATED,
+        price=None,
+        quantity=Decimal(1),
+    )
+
+
+@pytest.mark.parametrize("trade_between", [False, True])
+def test_a_level_an_order_took_stays_taken_until_a_book_comes(trade_between: bool) -> None:
+    """Found by review: an idle pair's read reset the book orders walk to the recorded one
+    whenever a trade or a mark had come, giving back the levels orders had taken."""
+    now = [1]
+    paper = venue(now)
+    D = Decimal
+    paper.on_market(
+        Book(pair=PAIR, bids=((D(99), D(1)), (D(98), D(1))), asks=((D(100), D(1)), (D(101), D(1))))
+    )
+    now[0] = 2
+    paper.batch_create([market_order("a", True)], 2)  # takes the 100 ask: long 1
+    if trade_between:
+        now[0] = 3
+        paper.on_market(Trade(pair=PAIR, price=D(100), quantity=D("0.1")))
+    now[0] = 4
+    paper.batch_create([market_order("b", False)], 4)  # takes the 99 bid: flat, idle again
+    paper.batch_create([market_order("c", True)], 4)  # no book since: the 100 ask is gone
+    assert [(f.is_long, f.price) for f in paper.fills] == [
+        (True, D(100)),
+        (False, D(99)),
+        (True, D(101)),
+    ]
