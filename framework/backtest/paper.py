@@ -341,7 +341,7 @@ class PaperVenue:
     def _follow(self, pair: str) -> None:
         self.market_pairs.add(pair)
         self.exchange.follow_market(pair)
-        log.info("the recording has market data for %s: its fills follow them", pair)
+        log.info("market data heard for %s: its paper fills follow them", pair)
 
     def read_all(self) -> None:
         """Bring every idle pair's book and mark up to the market heard (before an order, and

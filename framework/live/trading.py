@@ -27,7 +27,8 @@ class TradingState:
     Realized PnL and fees add up ``profit_loss`` and ``trade_fee`` of this node's own matches
     (external ones left out); unrealized PnL is the sum of ``unrealized_pnl`` of the pair's
     last REST position snapshot (at start-up, after every reconnect and every
-    ``polling.positions_interval_s``; unknown until a snapshot shows the position), 0 while
+    ``polling.positions_interval_s``; unknown until a snapshot shows the position: a
+    position whose id the last snapshot did not show has none), 0 while
     the pair has no open position; net is realized − fees + unrealized (None while unrealized
     is unknown), as in the backtest report (:mod:`framework.pnl`); resting orders are
     the limit orders the venue accepted that the engine still holds as ACCEPTED (not filled).
@@ -38,6 +39,7 @@ class TradingState:
         self.realized: dict[str, Decimal] = {}
         self.fees: dict[str, Decimal] = {}
         self.unrealized: dict[str, Decimal | None] = {}
+        self._shown: dict[str, frozenset[int | None]] = {}  # pair -> position ids snapshotted
         self._accepted: dict[str, set[str]] = {pair: set() for pair in pairs}
         self._status: Callable[[str], OrderStatus | None] = lambda client_order_id: None
         self._portfolio: Portfolio | None = None
@@ -77,9 +79,11 @@ class TradingState:
         pair's is forgotten: a position opened by a push has none known until the next)."""
         if not positions:
             self.unrealized.pop(pair, None)
+            self._shown.pop(pair, None)
             return
         values = [p.unrealized_pnl for p in positions if p.unrealized_pnl is not None]
         self.unrealized[pair] = sum(values, Decimal(0)) if values else None
+        self._shown[pair] = frozenset(p.id for p in positions)
 
     def resting(self) -> dict[str, int]:
         """Pair -> accepted limit orders not filled yet."""
@@ -89,6 +93,16 @@ class TradingState:
             out[pair] = len(ids)
         return out
 
+    def _unrealized(self, pair: str) -> Decimal | None:
+        """The last snapshot's unrealized PnL of an open pair, if the positions held now are
+        the ones it showed (by id); None for a position opened since (a closed one's value
+        is not a new one's)."""
+        value = self.unrealized.get(pair)
+        if value is None or self._portfolio is None:
+            return value
+        held = frozenset(p.position_id for p in self._portfolio.positions(pair))
+        return value if held == self._shown.get(pair) else None
+
     def _open(self, pair: str) -> bool:
         return self._portfolio is None or self._portfolio.net_quantity(pair) != 0
 
@@ -97,7 +111,7 @@ class TradingState:
         out: dict[str, Amounts] = {}
         for pair in self.pairs:
             realized = self.realized.get(pair, Decimal(0))
-            unrealized = self.unrealized.get(pair) if self._open(pair) else Decimal(0)
+            unrealized = self._unrealized(pair) if self._open(pair) else Decimal(0)
             fees = self.fees.get(pair, Decimal(0))
             out[pair] = {
                 "realized": realized,
