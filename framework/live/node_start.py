@@ -43,7 +43,7 @@ from framework.live.metrics import serve_metrics
 from framework.live.poller import MatchPoller
 from framework.live.recorder import Recorder
 from framework.live.rest import RestClient
-from framework.live.startup import FatalError, initial_sync
+from framework.live.startup import FatalError, initial_sync, reach_market
 from framework.live.stream import RestResync, StreamClient
 from framework.live.venue_jobs import OpenOrderCheck, PositionRefresh
 from framework.output_path import unwritable
@@ -217,6 +217,8 @@ async def start(node: Node, stack: AsyncExitStack) -> None:
     where = "the paper venue" if paper_mode else venue.base_url
     await initial_sync(snapshots(), node.poller, engine, orders, pairs=pairs, base_url=where)
     if paper_mode:  # no private stream: the paper venue's pushes come in-process
+        if config.market.source is None and config.market.pairs:  # the venue's market
+            await reach_market(rest.send, venue.base_url)
         if node.metrics is not None:
             node.metrics.wanted["stream"] = "paper"
             node.metrics.set_state("stream", "paper")

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from framework.engine.execution import ExecutionEngine
 from framework.engine.venue import Venue
 from framework.live.poller import MatchPoller
 from framework.venue.errors import AuthError, ExtensionUnavailable, FrameworkError, SendFailed
+from framework.venue.public_info import public_request
 
-__all__ = ["FatalError", "adopt_open_orders", "initial_sync"]
+__all__ = ["FatalError", "adopt_open_orders", "initial_sync", "reach_market"]
 
 log = logging.getLogger("framework.node")
 
@@ -46,6 +48,17 @@ async def initial_sync(
     except (FrameworkError, OSError) as exc:
         raise FatalError(f"first sync with the venue failed: {exc}") from None
     log.info("initial sync done", extra={"pairs": len(pairs)})
+
+
+async def reach_market(send: Callable[[Any], Awaitable[Any]], base_url: str) -> None:
+    """A paper node's one look at the venue whose market it trades on: any HTTP answer to a
+    public GET will do; none is the FatalError a live node's first sync gives."""
+    try:
+        await send(public_request("/"))
+    except SendFailed as exc:
+        raise FatalError(
+            f"cannot reach the venue at {base_url} (paper mode trades on its market): {exc}"
+        ) from None
 
 
 async def adopt_open_orders(engine: ExecutionEngine, venue: Venue, pairs: Sequence[str]) -> None:

@@ -12,6 +12,7 @@ import sqlite3
 from decimal import Decimal
 from pathlib import Path
 
+import anyio
 import orjson
 import pytest
 
@@ -290,3 +291,27 @@ def test_check_reads_venue_paper_as_the_node_will(
     assert capsys.readouterr().err.startswith(
         "venue.paper.taker_fe: unknown key (did you mean 'taker_fee'?)"
     )
+
+
+async def test_a_paper_node_whose_market_venue_cannot_be_reached_stops_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """Found by a first-time reader: a paper node pointed at a dead venue warned about
+    reconnects, refused every market order (9007), overran --duration 5 by 10 s and exited
+    0. As a live node's first sync does, its start now says so in one line."""
+    text = f"""\
+venue: {{base_url: "http://127.0.0.1:9", ws_url: "ws://127.0.0.1:9/ws", mode: paper}}
+pairs: {{{PAIR}: {{}}}}
+market:
+  pairs:
+    {PAIR}: {{channels: [], mark_interval_s: 1}}
+journal: {{path: {tmp_path / "j.sqlite"}}}
+strategies:
+  - name: stepper
+    class: tests.live.test_paper:Stepper
+"""
+    with anyio.fail_after(10), pytest.raises(FatalError) as caught:
+        await Node(parse_config(text)).run(duration=5)
+    message = str(caught.value)
+    assert message.startswith("cannot reach the venue at http://127.0.0.1:9 (paper mode")
+    assert "\n" not in message
