@@ -85,7 +85,7 @@ def _load(path: str, load: Callable[[str], Config] = load_config) -> Config | No
 def check_main(argv: list[str]) -> int:
     """Validate a config file; 0 when it can run, 1 with one problem per line otherwise."""
     parser = _parser(program("check"), "Validate a daemon configuration file.")
-    _paper_flag(parser)
+    paper_flags(parser)
     args = parser.parse_args(argv)
     config = _load(args.config, partial(load_config, paper=args.paper, shadow=args.shadow))
     if config is None:
@@ -156,7 +156,7 @@ def live_main(argv: list[str]) -> int:
     parser.add_argument(
         "--duration", type=_positive, metavar="S", help="stop by itself after S seconds"
     )
-    _paper_flag(parser)
+    paper_flags(parser)
     args = parser.parse_args(argv)
     config = _load(args.config, partial(load_config, paper=args.paper, shadow=args.shadow))
     if config is None:
@@ -171,7 +171,8 @@ def live_main(argv: list[str]) -> int:
     return run_node(Node(config), args.duration, prog="live", secrets=secrets)
 
 
-def _paper_flag(parser: argparse.ArgumentParser) -> None:
+def paper_flags(parser: argparse.ArgumentParser) -> None:
+    """Add --paper and --shadow (the file read as if it said venue.mode: paper, or shadow:)."""
     parser.add_argument(
         "--paper",
         action="store_true",
@@ -278,7 +279,7 @@ def record_main(argv: list[str]) -> int:
     )
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     parser.add_argument("--append", action="store_true", help="add to an existing recording")
-    _paper_flag(parser)
+    paper_flags(parser)
     args = parser.parse_args(argv)
     if args.duration is not None and not args.duration > 0:
         parser.error("--duration: expected a positive number of seconds")

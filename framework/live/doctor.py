@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import quote
@@ -34,6 +35,7 @@ from framework.engine.clock import Clock
 from framework.engine.raised import one_line
 from framework.live.doctor_market import market_flowing
 from framework.live.embedded import VenueAccess, open_venue
+from framework.live.journal_schema import read_mode_problem
 from framework.live.rest import RestClient
 from framework.live.stream import StreamClient
 from framework.live.wallclock import WallClock
@@ -92,6 +94,9 @@ def doctor_main(argv: list[str]) -> int:
         prog=program("doctor"), description="Check a live configuration without trading."
     )
     parser.add_argument("-c", "--config", required=True, metavar="FILE", help="YAML config")
+    from framework.live.cli import paper_flags  # the live command's flags, read alike
+
+    paper_flags(parser)
     args = parser.parse_args(argv)
     # The stream's reconnect warnings would repeat what its line says: errors only.
     configure_logging(level="ERROR", json=False)
@@ -99,14 +104,22 @@ def doctor_main(argv: list[str]) -> int:
     def report(finding: Finding) -> None:
         print(finding.line(), flush=True)
 
-    findings = anyio.run(diagnose, args.config, report)
+    findings = anyio.run(
+        partial(diagnose, args.config, report, paper=args.paper, shadow=args.shadow)
+    )
     return 1 if any(f.status == "fail" for f in findings) else 0
 
 
 async def diagnose(
-    config_path: str | Path, report: Report, *, clock: Clock | None = None
+    config_path: str | Path,
+    report: Report,
+    *,
+    clock: Clock | None = None,
+    paper: bool = False,
+    shadow: bool = False,
 ) -> list[Finding]:
-    """Run the checks of the module in order, reporting each finding; all of them."""
+    """Run the checks of the module in order, reporting each finding; all of them. paper,
+    shadow: the file read as ``live --paper`` / ``--shadow`` reads it."""
     clock = clock if clock is not None else WallClock()
     findings: list[Finding] = []
     secrets: list[str] = []
@@ -116,7 +129,7 @@ async def diagnose(
         findings.append(finding)
         report(finding)
 
-    config = _config(str(config_path), found)
+    config = _config(str(config_path), found, partial(load_config, paper=paper, shadow=shadow))
     if config is None:
         for check in (*_VENUE_CHECKS, "journal", "metrics", "market-data"):
             found("skip", check, "the config did not load")
@@ -126,10 +139,10 @@ async def diagnose(
     return findings
 
 
-def _config(path: str, found: Found) -> Config | None:
+def _config(path: str, found: Found, load: Callable[[str], Config]) -> Config | None:
     add_strategy_dirs(path)
     try:
-        config = load_config(path)
+        config = load(path)
     except ConfigError as exc:
         problems = str(exc).splitlines() or ["cannot be read"]
         found("fail", "config", _first(problems, path))
@@ -140,7 +153,9 @@ def _config(path: str, found: Found) -> Config | None:
     if problems:
         found("fail", "config", _first(problems, path))
     else:
-        venue = "embedded venue twin" if config.venue.embedded else config.venue.base_url
+        venue = "embedded venue twin" if config.venue.embedded else str(config.venue.base_url)
+        if config.venue.is_paper:
+            venue += " (paper: orders filled in-process, never sent)"
         found("ok", "config", f"{path}: venue {venue}; pairs {', '.join(config.pairs)};"
               f" {len(config.strategies)} strategies built")  # fmt: skip
     return config
@@ -388,6 +403,7 @@ def _journal(config: Config) -> Outcome:
             ).fetchall()
         )
         unfolded = conn.execute("SELECT count(*) FROM log").fetchone()[0]
+        refused = read_mode_problem(conn, path, config.venue.mode)  # as live would open it
     except sqlite3.Error as exc:
         if "no such table" in str(exc):
             return "fail", "journal", f"{path}: not a perpframe journal ({exc})"
@@ -395,6 +411,8 @@ def _journal(config: Config) -> Outcome:
             " aside and start with a new journal, or restore a copy"  # fmt: skip
     finally:
         conn.close()
+    if refused is not None:
+        return "fail", "journal", refused
     mine = owners.pop(node, 0)
     others = ", ".join(f"{o} ({n} open)" for o, n in sorted(owners.items())[:_SHOWN]) or "none"
     text = f"{path}: healthy, {total} intents; {mine} open of node {node}; other owners: {others}"

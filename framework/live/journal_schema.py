@@ -24,6 +24,8 @@ __all__ = [
     "claim_mode",
     "entry_of",
     "mode_problem",
+    "read_mode",
+    "read_mode_problem",
     "upgrade_from_1",
     "version_of",
 ]
@@ -185,22 +187,39 @@ _USED: Final = (
 )
 
 
+def read_mode(conn: sqlite3.Connection) -> tuple[str | None, bool]:
+    """The file's mode (meta ``mode``; None when not written yet) and whether a run already
+    used it; reads only."""
+    used = bool(conn.execute(_USED).fetchone()[0])
+    row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
+    return (None if row is None else str(row[0])), used
+
+
 def claim_mode(conn: sqlite3.Connection, mode: str) -> tuple[str, bool]:
     """The file's mode (meta ``mode``, written at its first open) and whether a run already
     used it. A used file from before the mark existed is a live one."""
-    used = bool(conn.execute(_USED).fetchone()[0])
-    row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
-    if row is None:
+    written, used = read_mode(conn)
+    if written is None:
         first = "live" if used else mode
         conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('mode', ?)", (first,))
         row = conn.execute("SELECT value FROM meta WHERE key = 'mode'").fetchone()
-    return str(row[0]), used
+        written = str(row[0])
+    return written, used
 
 
 def mode_problem(conn: sqlite3.Connection, name: str, mode: str) -> str | None:
     """Mark a new file with mode; why a file cannot be opened in mode (of the other mode, or
     a paper one an earlier run used), else None."""
-    written, used = claim_mode(conn, mode)
+    return _mode_problem(name, mode, *claim_mode(conn, mode))
+
+
+def read_mode_problem(conn: sqlite3.Connection, name: str, mode: str) -> str | None:
+    """What :func:`mode_problem` would say of the file, read only (for a preflight)."""
+    written, used = read_mode(conn)
+    return _mode_problem(name, mode, written or ("live" if used else mode), used)
+
+
+def _mode_problem(name: str, mode: str, written: str, used: bool) -> str | None:
     if written != mode:
         return (
             f"journal {name} is a {written} run's: a {mode} node does not resume it (paper"

@@ -286,3 +286,24 @@ async def test_a_paper_config_without_a_key_checks_what_it_uses_and_skips_the_re
     assert found["key"].text.startswith("paper mode without venue.api_secret makes no signed call")
     assert found["stream"].text == "paper mode opens no private stream"
     assert found["market-data"].text.startswith("ETH-USD: mark ")
+
+
+@pytest.mark.anyio
+async def test_a_journal_of_the_other_mode_fails_as_live_would_refuse_it(
+    tmp_path: Path, twin: VenueTwin
+) -> None:
+    """Found by a first-time reader: doctor said ok of a paper run's journal, then live
+    refused it. doctor now reads the journal's mode as live opens it (read only), and
+    --paper reads the file as ``live --paper`` does."""
+    config = on_twin(tmp_path, twin, "{ETH-USD: {}}")
+    Journal.open(tmp_path / "journal.sqlite", mode="paper").close()
+    found = await doctor(config)
+    assert found["journal"].status == "fail"
+    assert "is a paper run's: a live node does not resume it" in found["journal"].text
+    as_paper = {f.check: f for f in await diagnose(config, lambda f: None, paper=True)}
+    assert as_paper["journal"].status == "ok", as_paper["journal"].text
+    assert "(paper: orders filled in-process, never sent)" in as_paper["config"].text
+    assert (as_paper["key"].status, as_paper["stream"].status) == ("skip", "skip")
+    journal = Journal.open(tmp_path / "journal.sqlite", mode="paper")  # doctor changed nothing
+    assert journal.mode == "paper"
+    journal.close()
