@@ -49,15 +49,11 @@ from framework.live.market_polls import Send
 from framework.live.reconnect import (
     MAX_FRAME_BYTES,
     Backoff,
-    StreamError,
-    StreamLost,
+    ReconnectingClient,
     SubscribeRefused,
     SubscribeTimeout,
     describe,
     describe_close,
-    one_session,
-    open_socket,
-    reconnecting,
 )
 from framework.market_config import MarketConfig
 from framework.venue.errors import DecodeError, FrameworkError
@@ -186,8 +182,12 @@ class MarketStats:
     """Frames naming no pair that nothing attributed to one (refused, never guessed)."""
 
 
-class MarketStream:
+class MarketStream(ReconnectingClient):
     """The market WebSocket of a set of subscriptions; run() until cancelled."""
+
+    name = "market"
+    url_key = "market.ws_path"
+    _log = log
 
     def __init__(
         self,
@@ -248,50 +248,16 @@ class MarketStream:
     def __repr__(self) -> str:
         return f"MarketStream({self.url!r}, {len(self.subscriptions)} subscriptions)"
 
-    async def run(self) -> None:
-        """Connect, subscribe and hand records over; reconnect on any failure. Forever."""
-        await reconnecting(
-            self._session, self._backoff, give_up_wait_s=self.backoff_max_s, log=log, name="market"
-        )
+    # ---- one session (ReconnectingClient: connect, subscribe, serve)
 
-    def _backoff(self, exc: Exception) -> bool | float:
-        """stamina's hook: retry StreamErrors after a full-jitter delay; anything else raises."""
-        if not isinstance(exc, StreamError):
-            return False
-        delay = self.backoff.delay()
-        log.warning("market: %s; reconnecting in %.2f s", exc, delay)
-        return delay
+    @property
+    def endpoint(self) -> str:  # type: ignore[override]
+        """The market socket's URL."""
+        return self.url
 
-    def _set_state(self, state: str, detail: str = "") -> None:
-        self.state = state
-        if self._on_state is not None:
-            try:
-                self._on_state(state, detail)
-            except Exception:
-                log.exception("market: on_state callback failed")
-
-    async def _session(self) -> None:
-        self._set_state("connecting", self.url)
-        socket = open_socket(
-            self.url,
-            ping_interval_s=self.ping_interval_s,
-            silence_timeout_s=self.silence_timeout_s,
-            open_timeout_s=self.open_timeout_s,
-            close_timeout_s=self.close_timeout_s,
-            max_size=self.max_size,
-        )
-        reason = await one_session(
-            socket,
-            url=self.url,
-            url_key="market.ws_path",
-            subscribe=self._subscribe,
-            serve=self._serve,
-            on_failed=self._failed,
-        )
+    def _ended(self, reason: str) -> None:
         self.stats.disconnects += 1
         self.lost_at_ms = self._clock.now_ms()
-        self._set_state("lost", reason)
-        raise StreamLost(f"connection lost: {reason}")
 
     async def _serve(self, ws: ClientConnection) -> str:
         """A subscribed session: count it, then hand frames over until it ends."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import ClassVar, Final
 
 import anyio
 import stamina
@@ -27,6 +27,7 @@ from framework.venue.errors import ConfigError, TransportError
 __all__ = [
     "MAX_FRAME_BYTES",
     "Backoff",
+    "ReconnectingClient",
     "StreamError",
     "StreamLost",
     "SubscribeRefused",
@@ -178,3 +179,88 @@ def describe_close(ws: ClientConnection) -> str:
     if code is None:
         return "connection closed"
     return f"closed by the venue (code {code}{': ' + reason if reason else ''})"
+
+
+class ReconnectingClient:
+    """A WebSocket client's loop, written once: one session after another, each connect,
+    subscribe and serve (one_session), after a backoff; the state told to on_state.
+
+    A client sets, in its __init__, ``endpoint`` (the URL), ``backoff``, ``backoff_max_s``,
+    the socket's timeouts, ``state`` and ``_on_state``; it gives ``name`` (its log prefix),
+    ``url_key`` (the config key of the URL, for a bad URL's error), ``_log``, and the steps
+    ``_subscribe``, ``_serve``, ``_failed`` and ``_ended`` (a subscribed session ended).
+    """
+
+    name: ClassVar[str]
+    url_key: ClassVar[str]
+    _log: ClassVar[logging.Logger]
+    endpoint: str
+    backoff: Backoff
+    backoff_max_s: float
+    ping_interval_s: float
+    silence_timeout_s: float
+    open_timeout_s: float
+    close_timeout_s: float
+    max_size: int = MAX_FRAME_BYTES
+    state: str
+    _on_state: Callable[[str, str], None] | None
+
+    async def run(self) -> None:
+        """Connect, subscribe and serve; reconnect on any failure. Forever."""
+        await reconnecting(
+            self._session,
+            self._backoff,
+            give_up_wait_s=self.backoff_max_s,
+            log=self._log,
+            name=self.name,
+        )
+
+    def _backoff(self, exc: Exception) -> bool | float:
+        """stamina's hook: retry StreamErrors after a full-jitter delay; anything else raises."""
+        if not isinstance(exc, StreamError):
+            return False
+        delay = self.backoff.delay()
+        self._log.warning("%s: %s; reconnecting in %.2f s", self.name, exc, delay)
+        return delay
+
+    def _set_state(self, state: str, detail: str = "") -> None:
+        self.state = state
+        if self._on_state is not None:
+            try:
+                self._on_state(state, detail)
+            except Exception:
+                self._log.exception("%s: on_state callback failed", self.name)
+
+    async def _session(self) -> None:
+        self._set_state("connecting", self.endpoint)
+        socket = open_socket(
+            self.endpoint,
+            ping_interval_s=self.ping_interval_s,
+            silence_timeout_s=self.silence_timeout_s,
+            open_timeout_s=self.open_timeout_s,
+            close_timeout_s=self.close_timeout_s,
+            max_size=self.max_size,
+        )
+        reason = await one_session(
+            socket,
+            url=self.endpoint,
+            url_key=self.url_key,
+            subscribe=self._subscribe,
+            serve=self._serve,
+            on_failed=self._failed,
+        )
+        self._ended(reason)
+        self._set_state("lost", reason)
+        raise StreamLost(f"connection lost: {reason}")
+
+    async def _subscribe(self, ws: ClientConnection) -> None:
+        raise NotImplementedError
+
+    async def _serve(self, ws: ClientConnection) -> str:
+        raise NotImplementedError
+
+    def _failed(self, why: str) -> None:
+        raise NotImplementedError
+
+    def _ended(self, reason: str) -> None:
+        """A subscribed session ended (its connection lost) for reason."""

@@ -45,15 +45,13 @@ from framework.engine.portfolio import Portfolio
 from framework.engine.venue import Venue
 from framework.live.reconnect import (
     Backoff,
+    ReconnectingClient,
     StreamError,
     StreamLost,
     SubscribeRefused,
     SubscribeTimeout,
     describe,
     describe_close,
-    one_session,
-    open_socket,
-    reconnecting,
 )
 from framework.venue.codec import DEFAULT_CODEC, Codec
 from framework.venue.errors import DecodeError
@@ -113,8 +111,12 @@ class StreamStats:
         return attrs.asdict(self)
 
 
-class StreamClient:
+class StreamClient(ReconnectingClient):
     """The venue's push stream for a set of pairs and coins; run() until cancelled."""
+
+    name = "stream"
+    url_key = "venue.ws_url"
+    _log = log
 
     def __init__(
         self,
@@ -178,22 +180,6 @@ class StreamClient:
     def __repr__(self) -> str:
         return f"StreamClient({self.ws_url!r}, pairs={self.pairs!r}, coins={self.coins!r})"
 
-    # ---- the reconnect loop
-
-    async def run(self) -> None:
-        """Connect, subscribe, resync and deliver pushes; reconnect on any failure. Forever."""
-        await reconnecting(
-            self._session, self._backoff, give_up_wait_s=self.backoff_max_s, log=log, name="stream"
-        )
-
-    def _backoff(self, exc: Exception) -> bool | float:
-        """stamina's hook: retry StreamErrors after a full-jitter delay; anything else raises."""
-        if not isinstance(exc, StreamError):
-            return False
-        delay = self.backoff.delay()
-        log.warning("stream: %s; reconnecting in %.2f s", exc, delay)
-        return delay
-
     @property
     def _failures(self) -> int:
         """Failures since the last subscribed session (the backoff's exponent)."""
@@ -203,37 +189,16 @@ class StreamClient:
     def _failures(self, value: int) -> None:
         self.backoff.failures = value
 
-    def _set_state(self, state: str, detail: str = "") -> None:
-        self.state = state
-        if self._on_state is not None:
-            try:
-                self._on_state(state, detail)
-            except Exception:
-                log.exception("stream: on_state callback failed")
+    # ---- one session (ReconnectingClient: connect, subscribe, serve)
 
-    # ---- one session
+    @property
+    def endpoint(self) -> str:  # type: ignore[override]
+        """The stream's URL (venue.ws_url)."""
+        return self.ws_url
 
-    async def _session(self) -> None:
-        self._set_state("connecting", self.ws_url)
-        socket = open_socket(
-            self.ws_url,
-            ping_interval_s=self.ping_interval_s,
-            silence_timeout_s=self.silence_timeout_s,
-            open_timeout_s=self.open_timeout_s,
-            close_timeout_s=self.close_timeout_s,
-        )
-        reason = await one_session(
-            socket,
-            url=self.ws_url,
-            url_key="venue.ws_url",
-            subscribe=self._subscribe,
-            serve=self._serve,
-            on_failed=self._failed,
-        )
+    def _ended(self, reason: str) -> None:
         self.stats.disconnects += 1
         self.last_error = reason
-        self._set_state("lost", reason)
-        raise StreamLost(f"connection lost: {reason}")
 
     async def _serve(self, ws: ClientConnection) -> str:
         """A subscribed session: count it, resync alongside, hand frames over until it ends."""
