@@ -485,7 +485,10 @@ def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         line = f" (line {mark.line + 1})" if mark is not None else ""
-        return f"{exc.problem or exc.context}{line}"
+        problem = exc.problem or exc.context
+        if mark is not None and "\t" in _line_of(text, mark.line):
+            problem = f"{problem}: the line holds a tab; YAML indents with spaces only"
+        return f"{problem}{line}"
     if isinstance(exc, yaml.reader.ReaderError):
         # libyaml counts bytes of the UTF-8 text, PyYAML characters
         if _FAST_PARSER is not None:
@@ -494,6 +497,12 @@ def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
             number = text[: exc.position].count("\n") + 1
         return f"{exc.reason}: #x{exc.character:04x} (line {number})"
     return " ".join(str(exc).split())
+
+
+def _line_of(text: str, index: int) -> str:
+    """The line of text at index (0-based); empty beyond its end."""
+    lines = text.split("\n", index + 1)
+    return lines[index] if index < len(lines) else ""
 
 
 _LIBYAML_TOO_DEEP: Final = "exceeded maximum nesting depth"

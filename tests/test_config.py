@@ -249,6 +249,16 @@ def test_invalid_yaml_is_reported_with_a_line() -> None:
     assert found[0].endswith("(line 3)")
 
 
+def test_a_tab_that_breaks_the_yaml_is_named() -> None:
+    """Found by a first-time reader: a tab gave only 'found character that cannot start any
+    token', which does not say what the character is."""
+    (found,) = problems_of("venue:\n\tembedded: true\npairs: {}\n")
+    assert found.startswith("<config>: not valid YAML: ")
+    assert found.endswith(": the line holds a tab; YAML indents with spaces only (line 2)")
+    (other,) = problems_of("venue:\n  embedded: [true\npairs: {}\n")  # no tab: no word of one
+    assert "tab" not in other
+
+
 def test_execution_settings_are_structured() -> None:
     text = EMBEDDED + "execution:\n  linger_ms: 5\n  risk:\n    kill_switch: true\n"
     config = parse_config(text, env={})
