@@ -47,7 +47,8 @@ KINDS: Final = ("trades", "mid", "mark")
 _FIRST_WIDTH_MS: Final = 100
 
 SAMPLES: Final = 2 * MAX_BUCKETS
-"""Samples taken over a recording whose span is known (two a bucket, however long it is)."""
+"""Samples taken over a recording whose span is known, however long it is (a line keeps half
+to all of MAX_BUCKETS buckets: two to four samples a bucket)."""
 
 IDLE_STEP_MS: Final = 1000
 """Virtual ms between samples while no line has a point (a recording without market data
