@@ -251,7 +251,7 @@ class MarketStream(ReconnectingClient):
     # ---- one session (ReconnectingClient: connect, subscribe, serve)
 
     @property
-    def endpoint(self) -> str:  # type: ignore[override]
+    def endpoint(self) -> str:
         """The market socket's URL."""
         return self.url
 

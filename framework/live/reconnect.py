@@ -185,7 +185,7 @@ class ReconnectingClient:
     """A WebSocket client's loop, written once: one session after another, each connect,
     subscribe and serve (one_session), after a backoff; the state told to on_state.
 
-    A client sets, in its __init__, ``endpoint`` (the URL), ``backoff``, ``backoff_max_s``,
+    A client gives ``endpoint`` (the URL), sets in its __init__ ``backoff``, ``backoff_max_s``,
     the socket's timeouts, ``state`` and ``_on_state``; it gives ``name`` (its log prefix),
     ``url_key`` (the config key of the URL, for a bad URL's error), ``_log``, and the steps
     ``_subscribe``, ``_serve``, ``_failed`` and ``_ended`` (a subscribed session ended).
@@ -194,7 +194,6 @@ class ReconnectingClient:
     name: ClassVar[str]
     url_key: ClassVar[str]
     _log: ClassVar[logging.Logger]
-    endpoint: str
     backoff: Backoff
     backoff_max_s: float
     ping_interval_s: float
@@ -204,6 +203,11 @@ class ReconnectingClient:
     max_size: int = MAX_FRAME_BYTES
     state: str
     _on_state: Callable[[str, str], None] | None
+
+    @property
+    def endpoint(self) -> str:
+        """The URL the client connects to."""
+        raise NotImplementedError
 
     async def run(self) -> None:
         """Connect, subscribe and serve; reconnect on any failure. Forever."""

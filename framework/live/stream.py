@@ -192,7 +192,7 @@ class StreamClient(ReconnectingClient):
     # ---- one session (ReconnectingClient: connect, subscribe, serve)
 
     @property
-    def endpoint(self) -> str:  # type: ignore[override]
+    def endpoint(self) -> str:
         """The stream's URL (venue.ws_url)."""
         return self.ws_url
 

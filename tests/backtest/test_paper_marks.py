@@ -40,6 +40,27 @@ def book(bid: int | None, ask: int | None) -> Book:
     return Book(pair=PAIR, bids=bids, asks=asks)
 
 
+def an_order(
+    client_order_id: str,
+    is_long: bool,
+    *,
+    price: Decimal | None = None,
+    quantity: Decimal = Decimal(1),
+) -> OrderInput:
+    """An order of PAIR at lever 10: GTC at price, a market order without one."""
+    return OrderInput(
+        client_order_id=client_order_id,
+        is_long=is_long,
+        is_market=price is None,
+        lever=10,
+        match_type=MatchType.GTC,
+        pair_name=PAIR,
+        position_type=PositionType.ISOLATED,
+        price=price,
+        quantity=quantity,
+    )
+
+
 def test_the_mark_read_is_the_latest_trade_or_mid_at_any_point() -> None:
     rng = random.Random(7)
     now = [0]
@@ -79,17 +100,7 @@ def test_an_order_is_priced_at_the_mark_the_records_made_and_a_recorded_mark_win
     paper = venue()
     paper.on_market(book(1999, 2001))
     paper.on_market(book(None, 2005))  # one-sided: its ask is the price
-    order = OrderInput(
-        client_order_id="a",
-        is_long=True,
-        is_market=False,
-        lever=10,
-        match_type=MatchType.GTC,
-        pair_name=PAIR,
-        position_type=PositionType.ISOLATED,
-        price=Decimal(1000),
-        quantity=Decimal("0.1"),
-    )
+    order = an_order("a", True, price=Decimal(1000), quantity=Decimal("0.1"))  # a GTC bid
     paper.batch_create([order], 0)  # resting: from now on each record is applied at once
     assert paper.exchange.markets[PAIR].mark == Decimal(2005)
     paper.on_market(book(2009, 2011))
@@ -97,20 +108,6 @@ def test_an_order_is_priced_at_the_mark_the_records_made_and_a_recorded_mark_win
     paper.on_market(MarkPrice(pair=PAIR, price=Decimal(2020)))
     paper.on_market(Trade(pair=PAIR, price=Decimal(2030), quantity=Decimal(1)))
     assert paper.mark(PAIR) == Decimal(2020)
-
-
-def market_order(client_order_id: str, is_long: bool) -> OrderInput:
-    return OrderInput(
-        client_order_id=client_order_id,
-        is_long=is_long,
-        is_market=True,
-        lever=10,
-        match_type=MatchType.GTC,
-        pair_name=PAIR,
-        position_type=PositionType.ISOLATED,
-        price=None,
-        quantity=Decimal(1),
-    )
 
 
 @pytest.mark.parametrize("trade_between", [False, True])
@@ -124,13 +121,13 @@ def test_a_level_an_order_took_stays_taken_until_a_book_comes(trade_between: boo
         Book(pair=PAIR, bids=((D(99), D(1)), (D(98), D(1))), asks=((D(100), D(1)), (D(101), D(1))))
     )
     now[0] = 2
-    paper.batch_create([market_order("a", True)], 2)  # takes the 100 ask: long 1
+    paper.batch_create([an_order("a", True)], 2)  # takes the 100 ask: long 1
     if trade_between:
         now[0] = 3
         paper.on_market(Trade(pair=PAIR, price=D(100), quantity=D("0.1")))
     now[0] = 4
-    paper.batch_create([market_order("b", False)], 4)  # takes the 99 bid: flat, idle again
-    paper.batch_create([market_order("c", True)], 4)  # no book since: the 100 ask is gone
+    paper.batch_create([an_order("b", False)], 4)  # takes the 99 bid: flat, idle again
+    paper.batch_create([an_order("c", True)], 4)  # no book since: the 100 ask is gone
     assert [(f.is_long, f.price) for f in paper.fills] == [
         (True, D(100)),
         (False, D(99)),
